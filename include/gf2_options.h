@@ -1,0 +1,73 @@
+/*
+ * glusterfs2: option parsing without any Samba or gfapi dependency.
+ *
+ * Everything here is pure: strings in, values or a readable error out.
+ * The VFS glue logs the error and falls back to the documented default
+ * (or refuses the tree connect where no safe default exists).
+ */
+
+#ifndef GF2_OPTIONS_H
+#define GF2_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GF2_MAX_VOLFILE_SERVERS 16
+#define GF2_MAX_HOST_LEN 255
+#define GF2_MAX_VOLUME_LEN 255
+#define GF2_DEFAULT_VOLFILE_SERVER "localhost"
+#define GF2_DEFAULT_LOGLEVEL 7
+#define GF2_ERRLEN 256
+
+struct gf2_volfile_server {
+	char transport[8];		/* "tcp", "unix" or "rdma" */
+	char host[GF2_MAX_HOST_LEN + 1];	/* host, address or socket path */
+	int port;			/* 0: gfapi default (24007) */
+};
+
+/*
+ * Parse a list of volfile servers separated by white space or commas.
+ * Each entry is [TRANSPORT+]HOST[:PORT], HOST may be an IPv6 address in
+ * brackets, and "unix+/path/to/socket" names a local socket (no port).
+ * Returns 0 and fills servers[0..*num-1], or -1 with errbuf filled.
+ */
+int gf2_parse_volfile_servers(const char *spec,
+			      struct gf2_volfile_server *servers,
+			      size_t max_servers,
+			      size_t *num,
+			      char *errbuf, size_t errlen);
+
+/*
+ * Format a parsed server list back into one readable line, for logs.
+ */
+void gf2_format_volfile_servers(const struct gf2_volfile_server *servers,
+				size_t num, char *buf, size_t buflen);
+
+/*
+ * A Gluster volume name: 1..255 characters of [A-Za-z0-9_.-], not starting
+ * with '-' or '.'.
+ */
+bool gf2_valid_volume_name(const char *name, char *errbuf, size_t errlen);
+
+/*
+ * Parse an unsigned integer with an optional binary size suffix
+ * (K, M, G, T; also KiB, MiB, ...), and check it lies in [min, max].
+ * Returns 0 or -1 with errbuf filled (empty, not a number, negative,
+ * out of range, unknown suffix).
+ */
+int gf2_parse_size(const char *s, uint64_t min, uint64_t max,
+		   uint64_t *out, char *errbuf, size_t errlen);
+
+/*
+ * Parse a plain integer (no suffix) in [min, max].
+ */
+int gf2_parse_int(const char *s, int64_t min, int64_t max,
+		  int64_t *out, char *errbuf, size_t errlen);
+
+/*
+ * Parse a boolean the way smb.conf does (yes/no, true/false, on/off, 1/0).
+ */
+int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen);
+
+#endif /* GF2_OPTIONS_H */

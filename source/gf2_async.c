@@ -1,0 +1,511 @@
+/*
+ * glusterfs2: the asynchronous bridge between libgfapi and smbd's tevent
+ * loop.
+ *
+ * smbd's main thread submits reads, writes and fsyncs with gfapi's own
+ * asynchronous calls (no thread pool of ours).  Gluster completes them in
+ * one of its event threads; that thread only stores the result in the
+ * gf2_io and schedules a tevent immediate through a threaded context, so
+ * that everything else - copying data, continuing a short transfer,
+ * finishing the tevent request - happens in smbd's main loop.
+ *
+ * The SMB user's identity travels with every call: gfapi builds the call
+ * frame in the submitting thread from its effective uid, gid and groups,
+ * which smbd has already switched to the user's.
+ *
+ * Ownership (who frees what):
+ *
+ *   tevent_req --owns--> state --points to--> gf2_io (talloc NULL ctx)
+ *                                              |-- im  (tevent immediate)
+ *                                              '-- buf (read bounce buffer)
+ *
+ *   - While no call is in flight the state owns the gf2_io: the state's
+ *     destructor frees it.
+ *   - While Gluster owns a call, Gluster may write into io->buf and will
+ *     schedule io->im, so neither may go away.  If smbd frees the request
+ *     then (cancelled, client gone), the state destructor only clears
+ *     io->req: the gf2_io is orphaned, and the completion handler frees it
+ *     when it runs.  Nothing of smbd's is touched by a late completion.
+ *   - Reads land in io->buf and are copied to the caller's buffer in the
+ *     main loop, because the caller's buffer belongs to the SMB request
+ *     and can be freed before Gluster answers.  Writes need no bounce
+ *     buffer: glfs_pwrite_async copies the data before it returns.
+ *   - Each call in flight holds a count on its gf2_fh and its gf2_volume:
+ *     a close (gf2_fh_close) or a last disconnect (gf2_volume_put) that
+ *     comes while Gluster owns a call is deferred to that call's
+ *     completion, because gfapi drops the completion of a call whose
+ *     glfs_fd was closed, and glfs_fini frees what callbacks use.
+ *   - The threaded context lives as long as the tevent context it was
+ *     made for (smbd's main context lives as long as the process).
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "smbprofile.h"
+#include "lib/util/tevent_unix.h"
+#include "lib/util/sys_rw.h"
+#include "lib/util/dlinklist.h"
+#include "gf2_private.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+/* One threaded context per tevent context, made in the main thread. */
+struct gf2_tctx {
+	struct gf2_tctx *prev, *next;
+	struct tevent_context *ev;
+	struct tevent_threaded_context *tctx;
+};
+
+static struct gf2_tctx *gf2_tctxs;
+
+static int gf2_tctx_destructor(struct gf2_tctx *t)
+{
+	DLIST_REMOVE(gf2_tctxs, t);
+	return 0;
+}
+
+static struct tevent_threaded_context *gf2_get_tctx(
+	struct tevent_context *ev)
+{
+	struct gf2_tctx *t = NULL;
+
+	for (t = gf2_tctxs; t != NULL; t = t->next) {
+		if (t->ev == ev) {
+			return t->tctx;
+		}
+	}
+	t = talloc_zero(ev, struct gf2_tctx);
+	if (t == NULL) {
+		return NULL;
+	}
+	t->ev = ev;
+	t->tctx = tevent_threaded_context_create(t, ev);
+	if (t->tctx == NULL) {
+		DBG_ERR("tevent_threaded_context_create failed\n");
+		TALLOC_FREE(t);
+		return NULL;
+	}
+	DLIST_ADD(gf2_tctxs, t);
+	talloc_set_destructor(t, gf2_tctx_destructor);
+	return t->tctx;
+}
+
+enum gf2_io_op {
+	GF2_IO_READ,
+	GF2_IO_WRITE,
+	GF2_IO_FSYNC,
+};
+
+struct gf2_io {
+	struct tevent_req *req;		/* NULL once orphaned */
+	struct gf2_fh *fh;
+	struct tevent_threaded_context *tctx;
+	struct tevent_immediate *im;
+	enum gf2_io_op op;
+	bool in_flight;
+	uint8_t *buf;			/* read bounce buffer */
+	size_t buflen;
+	/* Written by Gluster's thread before it schedules im. */
+	ssize_t ret;
+	int err;
+};
+
+static void gf2_io_done(struct tevent_context *ev,
+			struct tevent_immediate *im,
+			void *private_data);
+
+/*
+ * Called in a Gluster event thread: record, hand over, touch nothing
+ * else.
+ */
+static void gf2_io_cbk(glfs_fd_t *fd, ssize_t ret,
+		       struct glfs_stat *prestat,
+		       struct glfs_stat *poststat,
+		       void *data)
+{
+	struct gf2_io *io = data;
+
+	io->ret = ret;
+	io->err = ret < 0 ? errno : 0;
+	if (ret < 0 && io->err == 0) {
+		io->err = EIO;
+	}
+	tevent_threaded_schedule_immediate(io->tctx, io->im, gf2_io_done, io);
+}
+
+static struct gf2_io *gf2_io_new(struct tevent_req *req,
+				 struct tevent_context *ev,
+				 struct gf2_fh *fh,
+				 enum gf2_io_op op)
+{
+	struct gf2_io *io = NULL;
+
+	io = talloc_zero(NULL, struct gf2_io);
+	if (io == NULL) {
+		return NULL;
+	}
+	io->tctx = gf2_get_tctx(ev);
+	io->im = tevent_create_immediate(io);
+	if (io->tctx == NULL || io->im == NULL) {
+		TALLOC_FREE(io);
+		return NULL;
+	}
+	io->req = req;
+	io->fh = fh;
+	io->op = op;
+	return io;
+}
+
+/*
+ * Submit one gfapi call for io.  Returns 0, or an errno if gfapi refused
+ * the call (then nothing is in flight).
+ */
+static int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
+			 off_t offset)
+{
+	struct gf2_fh *fh = io->fh;
+	int ret;
+
+	fh->inflight += 1;
+	gf2_volume_io_begin(fh->vol);
+	io->in_flight = true;
+
+	switch (io->op) {
+	case GF2_IO_READ:
+		ret = glfs_pread_async(fh->fd, io->buf, len, offset, 0,
+				       gf2_io_cbk, io);
+		break;
+	case GF2_IO_WRITE:
+		ret = glfs_pwrite_async(fh->fd, wdata, (int)len, offset, 0,
+					gf2_io_cbk, io);
+		break;
+	case GF2_IO_FSYNC:
+		ret = glfs_fsync_async(fh->fd, gf2_io_cbk, io);
+		break;
+	default:
+		ret = -1;
+		errno = EINVAL;
+		break;
+	}
+	if (ret < 0) {
+		int err = errno != 0 ? errno : EIO;
+
+		io->in_flight = false;
+		fh->inflight -= 1;
+		gf2_volume_io_end(fh->vol);
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * Account for a finished call.  May close the file and release the
+ * volume if their owners left while Gluster held the call.
+ */
+static void gf2_io_release(struct gf2_io *io)
+{
+	struct gf2_fh *fh = io->fh;
+	struct gf2_volume *vol = fh->vol;
+
+	io->in_flight = false;
+	SMB_ASSERT(fh->inflight > 0);
+	fh->inflight -= 1;
+	if (fh->closing && fh->inflight == 0) {
+		gf2_fh_close(fh);
+	}
+	gf2_volume_io_end(vol);
+}
+
+/* state for all three request kinds */
+struct gf2_rw_state {
+	struct gf2_io *io;
+	uint8_t *rdata;			/* caller's read buffer */
+	const uint8_t *wdata;		/* caller's write data */
+	size_t n;
+	off_t offset;
+	size_t done;
+	struct timespec start;
+	struct vfs_aio_state aio_state;
+	ssize_t ret;
+	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
+};
+
+static int gf2_rw_state_destructor(struct gf2_rw_state *state)
+{
+	struct gf2_io *io = state->io;
+
+	if (io == NULL) {
+		return 0;
+	}
+	state->io = NULL;
+	if (io->in_flight) {
+		/* Orphan: gf2_io_done frees it when Gluster answers. */
+		io->req = NULL;
+		return 0;
+	}
+	TALLOC_FREE(io);
+	return 0;
+}
+
+static void gf2_rw_finish(struct tevent_req *req, int err)
+{
+	struct gf2_rw_state *state = tevent_req_data(req,
+						     struct gf2_rw_state);
+	struct timespec end;
+
+	clock_gettime_mono(&end);
+	state->aio_state.duration = nsec_time_diff(&end, &state->start);
+	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	if (err != 0) {
+		state->aio_state.error = err;
+		state->ret = -1;
+		tevent_req_error(req, err);
+		return;
+	}
+	state->ret = state->done;
+	tevent_req_done(req);
+}
+
+static void gf2_rw_next(struct tevent_req *req)
+{
+	struct gf2_rw_state *state = tevent_req_data(req,
+						     struct gf2_rw_state);
+	struct gf2_io *io = state->io;
+	size_t len = state->n - state->done;
+	off_t off = state->offset + state->done;
+	int err;
+
+	if (io->op == GF2_IO_READ && len > io->buflen) {
+		len = io->buflen;
+	}
+	err = gf2_io_submit(io, state->wdata + state->done, len, off);
+	if (err != 0) {
+		gf2_rw_finish(req, err);
+	}
+}
+
+/*
+ * Main-loop half of a completion.
+ */
+static void gf2_io_done(struct tevent_context *ev,
+			struct tevent_immediate *im,
+			void *private_data)
+{
+	struct gf2_io *io = private_data;
+	struct tevent_req *req = io->req;
+	struct gf2_rw_state *state = NULL;
+
+	gf2_io_release(io);
+
+	if (req == NULL) {
+		/* The request went away while Gluster held the call. */
+		TALLOC_FREE(io);
+		return;
+	}
+	state = tevent_req_data(req, struct gf2_rw_state);
+
+	if (io->ret < 0) {
+		gf2_rw_finish(req, io->err);
+		return;
+	}
+
+	switch (io->op) {
+	case GF2_IO_FSYNC:
+		gf2_rw_finish(req, 0);
+		return;
+	case GF2_IO_READ:
+		if (io->ret == 0) {
+			/* EOF: return what we have */
+			gf2_rw_finish(req, 0);
+			return;
+		}
+		memcpy(state->rdata + state->done, io->buf, io->ret);
+		state->done += io->ret;
+		break;
+	case GF2_IO_WRITE:
+		if (io->ret == 0) {
+			/* No progress: never spin. */
+			gf2_rw_finish(req, ENOSPC);
+			return;
+		}
+		state->done += io->ret;
+		break;
+	}
+
+	if (state->done >= state->n) {
+		gf2_rw_finish(req, 0);
+		return;
+	}
+	/* Short transfer: continue with the rest. */
+	SMBPROFILE_BYTES_ASYNC_SET_BUSY(state->profile_bytes);
+	gf2_rw_next(req);
+	if (tevent_req_is_in_progress(req)) {
+		SMBPROFILE_BYTES_ASYNC_SET_IDLE(state->profile_bytes);
+	}
+}
+
+static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
+				      struct tevent_context *ev,
+				      struct gf2_fh *fh,
+				      enum gf2_io_op op,
+				      uint8_t *rdata, const uint8_t *wdata,
+				      size_t n, off_t offset)
+{
+	struct tevent_req *req = NULL;
+	struct gf2_rw_state *state = NULL;
+	bool ok;
+
+	req = tevent_req_create(mem_ctx, &state, struct gf2_rw_state);
+	if (req == NULL) {
+		return NULL;
+	}
+	clock_gettime_mono(&state->start);
+	state->rdata = rdata;
+	state->wdata = wdata;
+	state->n = n;
+	state->offset = offset;
+	talloc_set_destructor(state, gf2_rw_state_destructor);
+
+	switch (op) {
+	case GF2_IO_READ:
+		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pread, profile_p,
+					     state->profile_bytes, n);
+		break;
+	case GF2_IO_WRITE:
+		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pwrite, profile_p,
+					     state->profile_bytes, n);
+		break;
+	case GF2_IO_FSYNC:
+		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_fsync, profile_p,
+					     state->profile_bytes, 0);
+		break;
+	}
+
+	if (fh == NULL || fh->fd == NULL) {
+		gf2_rw_finish(req, EBADF);
+		return tevent_req_post(req, ev);
+	}
+
+	if (op != GF2_IO_FSYNC) {
+		ok = sys_valid_io_range(offset, n);
+		if (!ok || n > INT_MAX) {
+			gf2_rw_finish(req, EINVAL);
+			return tevent_req_post(req, ev);
+		}
+		if (n == 0) {
+			gf2_rw_finish(req, 0);
+			return tevent_req_post(req, ev);
+		}
+	}
+
+	state->io = gf2_io_new(req, ev, fh, op);
+	if (tevent_req_nomem(state->io, req)) {
+		return tevent_req_post(req, ev);
+	}
+	if (op == GF2_IO_READ) {
+		state->io->buflen = n;
+		state->io->buf = talloc_size(state->io, n);
+		if (tevent_req_nomem(state->io->buf, req)) {
+			return tevent_req_post(req, ev);
+		}
+	}
+
+	if (op == GF2_IO_FSYNC) {
+		int err = gf2_io_submit(state->io, NULL, 0, 0);
+
+		if (err != 0) {
+			gf2_rw_finish(req, err);
+		}
+	} else {
+		gf2_rw_next(req);
+	}
+	if (!tevent_req_is_in_progress(req)) {
+		return tevent_req_post(req, ev);
+	}
+	SMBPROFILE_BYTES_ASYNC_SET_IDLE(state->profile_bytes);
+	return req;
+}
+
+static ssize_t gf2_rw_recv(struct tevent_req *req,
+			   struct vfs_aio_state *aio_state)
+{
+	struct gf2_rw_state *state = tevent_req_data(req,
+						     struct gf2_rw_state);
+	ssize_t ret;
+
+	if (tevent_req_is_unix_error(req, &aio_state->error)) {
+		aio_state->duration = state->aio_state.duration;
+		tevent_req_received(req);
+		return -1;
+	}
+	*aio_state = state->aio_state;
+	ret = state->ret;
+	tevent_req_received(req);
+	return ret;
+}
+
+struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
+				  struct tevent_context *ev,
+				  struct gf2_fh *fh,
+				  void *data, size_t n, off_t offset)
+{
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
+			   offset);
+}
+
+ssize_t gf2_pread_recv(struct tevent_req *req,
+		       struct vfs_aio_state *aio_state)
+{
+	return gf2_rw_recv(req, aio_state);
+}
+
+struct tevent_req *gf2_pwrite_send(TALLOC_CTX *mem_ctx,
+				   struct tevent_context *ev,
+				   struct gf2_fh *fh,
+				   const void *data, size_t n, off_t offset)
+{
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_WRITE, NULL, data, n,
+			   offset);
+}
+
+ssize_t gf2_pwrite_recv(struct tevent_req *req,
+			struct vfs_aio_state *aio_state)
+{
+	return gf2_rw_recv(req, aio_state);
+}
+
+struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
+				  struct tevent_context *ev,
+				  struct gf2_fh *fh)
+{
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_FSYNC, NULL, NULL, 0, 0);
+}
+
+int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)
+{
+	ssize_t ret = gf2_rw_recv(req, aio_state);
+
+	return ret < 0 ? -1 : 0;
+}
+
+/*
+ * Close a handle.  If Gluster still owns a call on it, the close is
+ * deferred to that call's completion (gf2_io_release); the handle then
+ * belongs to the calls in flight.
+ */
+int gf2_fh_close(struct gf2_fh *fh)
+{
+	int ret = 0;
+
+	if (fh->inflight > 0) {
+		fh->closing = true;
+		return 0;
+	}
+	if (fh->fd != NULL) {
+		ret = glfs_close(fh->fd);
+		fh->fd = NULL;
+	}
+	TALLOC_FREE(fh);
+	return ret;
+}

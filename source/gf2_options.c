@@ -1,0 +1,472 @@
+/*
+ * glusterfs2: option parsing (pure C, unit-tested in test/unit).
+ */
+
+#include "gf2_options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void gf2_err(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void gf2_err(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf == NULL || errlen == 0) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static bool gf2_is_sep(char c)
+{
+	return c == ',' || isspace((unsigned char)c);
+}
+
+static int gf2_parse_port(const char *s, size_t len, int *port,
+			  char *errbuf, size_t errlen)
+{
+	char tmp[8];
+	char *end = NULL;
+	long v;
+
+	if (len == 0 || len >= sizeof(tmp)) {
+		gf2_err(errbuf, errlen, "invalid port '%.*s'", (int)len, s);
+		return -1;
+	}
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	if (!isdigit((unsigned char)tmp[0])) {
+		gf2_err(errbuf, errlen, "invalid port '%s'", tmp);
+		return -1;
+	}
+	errno = 0;
+	v = strtol(tmp, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 1 || v > 65535) {
+		gf2_err(errbuf, errlen, "invalid port '%s' (1-65535)", tmp);
+		return -1;
+	}
+	*port = (int)v;
+	return 0;
+}
+
+static int gf2_parse_one_server(const char *s, size_t len,
+				struct gf2_volfile_server *srv,
+				char *errbuf, size_t errlen)
+{
+	const char *plus = NULL;
+	const char *host = s;
+	size_t hostlen;
+	const char *end = s + len;
+	size_t i;
+
+	memset(srv, 0, sizeof(*srv));
+	strcpy(srv->transport, "tcp");
+
+	/* TRANSPORT+ prefix */
+	for (i = 0; i < len; i++) {
+		if (s[i] == '+') {
+			plus = s + i;
+			break;
+		}
+		if (!isalpha((unsigned char)s[i])) {
+			break;
+		}
+	}
+	if (plus != NULL) {
+		size_t tlen = plus - s;
+
+		if (tlen == 3 && strncasecmp(s, "tcp", 3) == 0) {
+			strcpy(srv->transport, "tcp");
+		} else if (tlen == 4 && strncasecmp(s, "unix", 4) == 0) {
+			strcpy(srv->transport, "unix");
+		} else if (tlen == 4 && strncasecmp(s, "rdma", 4) == 0) {
+			strcpy(srv->transport, "rdma");
+		} else {
+			gf2_err(errbuf, errlen,
+				"unknown transport '%.*s' in '%.*s' "
+				"(tcp, unix or rdma)",
+				(int)tlen, s, (int)len, s);
+			return -1;
+		}
+		host = plus + 1;
+	}
+
+	if (host == end) {
+		gf2_err(errbuf, errlen, "empty host in '%.*s'", (int)len, s);
+		return -1;
+	}
+
+	if (strcmp(srv->transport, "unix") == 0) {
+		hostlen = end - host;
+		if (host[0] != '/') {
+			gf2_err(errbuf, errlen,
+				"unix transport needs an absolute socket "
+				"path, got '%.*s'", (int)hostlen, host);
+			return -1;
+		}
+		if (hostlen > GF2_MAX_HOST_LEN) {
+			gf2_err(errbuf, errlen, "socket path too long");
+			return -1;
+		}
+		memcpy(srv->host, host, hostlen);
+		srv->host[hostlen] = '\0';
+		return 0;
+	}
+
+	if (host[0] == '[') {
+		const char *close = memchr(host, ']', end - host);
+
+		if (close == NULL) {
+			gf2_err(errbuf, errlen, "missing ']' in '%.*s'",
+				(int)len, s);
+			return -1;
+		}
+		hostlen = close - host - 1;
+		if (hostlen == 0) {
+			gf2_err(errbuf, errlen, "empty address in '%.*s'",
+				(int)len, s);
+			return -1;
+		}
+		if (hostlen > GF2_MAX_HOST_LEN) {
+			gf2_err(errbuf, errlen, "address too long");
+			return -1;
+		}
+		memcpy(srv->host, host + 1, hostlen);
+		srv->host[hostlen] = '\0';
+		if (close + 1 == end) {
+			return 0;
+		}
+		if (close[1] != ':') {
+			gf2_err(errbuf, errlen, "unexpected text after ']' in "
+				"'%.*s'", (int)len, s);
+			return -1;
+		}
+		return gf2_parse_port(close + 2, end - close - 2, &srv->port,
+				      errbuf, errlen);
+	} else {
+		const char *colon = memchr(host, ':', end - host);
+		const char *p = NULL;
+
+		if (colon != NULL &&
+		    memchr(colon + 1, ':', end - colon - 1) != NULL) {
+			gf2_err(errbuf, errlen, "IPv6 address '%.*s' must be "
+				"written in brackets: [ADDR]:PORT",
+				(int)(end - host), host);
+			return -1;
+		}
+		hostlen = (colon != NULL ? colon : end) - host;
+		if (hostlen == 0) {
+			gf2_err(errbuf, errlen, "empty host in '%.*s'",
+				(int)len, s);
+			return -1;
+		}
+		if (hostlen > GF2_MAX_HOST_LEN) {
+			gf2_err(errbuf, errlen, "host name too long");
+			return -1;
+		}
+		for (p = host; p < host + hostlen; p++) {
+			if (!isalnum((unsigned char)*p) && *p != '.' &&
+			    *p != '-' && *p != '_') {
+				gf2_err(errbuf, errlen,
+					"invalid character '%c' in host "
+					"'%.*s'", *p, (int)hostlen, host);
+				return -1;
+			}
+		}
+		memcpy(srv->host, host, hostlen);
+		srv->host[hostlen] = '\0';
+		if (colon == NULL) {
+			return 0;
+		}
+		return gf2_parse_port(colon + 1, end - colon - 1, &srv->port,
+				      errbuf, errlen);
+	}
+}
+
+int gf2_parse_volfile_servers(const char *spec,
+			      struct gf2_volfile_server *servers,
+			      size_t max_servers,
+			      size_t *num,
+			      char *errbuf, size_t errlen)
+{
+	const char *p = spec;
+	size_t n = 0;
+
+	*num = 0;
+	if (spec == NULL) {
+		gf2_err(errbuf, errlen, "no volfile server given");
+		return -1;
+	}
+
+	while (*p != '\0') {
+		const char *start = NULL;
+		int ret;
+
+		while (*p != '\0' && gf2_is_sep(*p)) {
+			p++;
+		}
+		if (*p == '\0') {
+			break;
+		}
+		start = p;
+		while (*p != '\0' && !gf2_is_sep(*p)) {
+			p++;
+		}
+		if (n == max_servers) {
+			gf2_err(errbuf, errlen,
+				"too many volfile servers (at most %zu)",
+				max_servers);
+			return -1;
+		}
+		ret = gf2_parse_one_server(start, p - start, &servers[n],
+					   errbuf, errlen);
+		if (ret != 0) {
+			return -1;
+		}
+		n++;
+	}
+
+	if (n == 0) {
+		gf2_err(errbuf, errlen, "no volfile server given");
+		return -1;
+	}
+	*num = n;
+	return 0;
+}
+
+void gf2_format_volfile_servers(const struct gf2_volfile_server *servers,
+				size_t num, char *buf, size_t buflen)
+{
+	size_t used = 0;
+	size_t i;
+
+	if (buflen == 0) {
+		return;
+	}
+	buf[0] = '\0';
+	for (i = 0; i < num && used < buflen; i++) {
+		const struct gf2_volfile_server *s = &servers[i];
+		bool v6 = strchr(s->host, ':') != NULL;
+		int w;
+
+		if (s->port != 0) {
+			w = snprintf(buf + used, buflen - used, "%s%s+%s%s%s:%d",
+				     i > 0 ? " " : "", s->transport,
+				     v6 ? "[" : "", s->host, v6 ? "]" : "",
+				     s->port);
+		} else {
+			w = snprintf(buf + used, buflen - used, "%s%s+%s%s%s",
+				     i > 0 ? " " : "", s->transport,
+				     v6 ? "[" : "", s->host, v6 ? "]" : "");
+		}
+		if (w < 0) {
+			return;
+		}
+		used += (size_t)w;
+	}
+}
+
+bool gf2_valid_volume_name(const char *name, char *errbuf, size_t errlen)
+{
+	size_t len;
+	size_t i;
+
+	if (name == NULL || name[0] == '\0') {
+		gf2_err(errbuf, errlen, "empty volume name");
+		return false;
+	}
+	len = strlen(name);
+	if (len > GF2_MAX_VOLUME_LEN) {
+		gf2_err(errbuf, errlen, "volume name longer than %d characters",
+			GF2_MAX_VOLUME_LEN);
+		return false;
+	}
+	if (name[0] == '-' || name[0] == '.') {
+		gf2_err(errbuf, errlen, "volume name '%s' must not start with "
+			"'%c'", name, name[0]);
+		return false;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (!isalnum(c) && c != '_' && c != '-' && c != '.') {
+			gf2_err(errbuf, errlen, "invalid character 0x%02x in "
+				"volume name", c);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int gf2_parse_u64_prefix(const char *s, uint64_t *v, const char **rest,
+				char *errbuf, size_t errlen)
+{
+	char *end = NULL;
+	unsigned long long ull;
+
+	while (isspace((unsigned char)*s)) {
+		s++;
+	}
+	if (*s == '\0') {
+		gf2_err(errbuf, errlen, "empty value");
+		return -1;
+	}
+	if (*s == '-') {
+		gf2_err(errbuf, errlen, "negative value '%s'", s);
+		return -1;
+	}
+	if (!isdigit((unsigned char)*s)) {
+		gf2_err(errbuf, errlen, "'%s' is not a number", s);
+		return -1;
+	}
+	errno = 0;
+	ull = strtoull(s, &end, 10);
+	if (errno == ERANGE) {
+		gf2_err(errbuf, errlen, "'%s' is too large", s);
+		return -1;
+	}
+	*v = ull;
+	*rest = end;
+	return 0;
+}
+
+int gf2_parse_size(const char *s, uint64_t min, uint64_t max,
+		   uint64_t *out, char *errbuf, size_t errlen)
+{
+	const char *rest = NULL;
+	uint64_t v = 0;
+	uint64_t mult = 1;
+	char suffix[8];
+	size_t slen;
+
+	if (s == NULL) {
+		gf2_err(errbuf, errlen, "empty value");
+		return -1;
+	}
+	if (gf2_parse_u64_prefix(s, &v, &rest, errbuf, errlen) != 0) {
+		return -1;
+	}
+	while (isspace((unsigned char)*rest)) {
+		rest++;
+	}
+	slen = strlen(rest);
+	while (slen > 0 && isspace((unsigned char)rest[slen - 1])) {
+		slen--;
+	}
+	if (slen >= sizeof(suffix)) {
+		gf2_err(errbuf, errlen, "unknown size suffix in '%s'", s);
+		return -1;
+	}
+	memcpy(suffix, rest, slen);
+	suffix[slen] = '\0';
+
+	if (slen == 0 || strcasecmp(suffix, "b") == 0) {
+		mult = 1;
+	} else if (strcasecmp(suffix, "k") == 0 ||
+		   strcasecmp(suffix, "kb") == 0 ||
+		   strcasecmp(suffix, "kib") == 0) {
+		mult = 1ULL << 10;
+	} else if (strcasecmp(suffix, "m") == 0 ||
+		   strcasecmp(suffix, "mb") == 0 ||
+		   strcasecmp(suffix, "mib") == 0) {
+		mult = 1ULL << 20;
+	} else if (strcasecmp(suffix, "g") == 0 ||
+		   strcasecmp(suffix, "gb") == 0 ||
+		   strcasecmp(suffix, "gib") == 0) {
+		mult = 1ULL << 30;
+	} else if (strcasecmp(suffix, "t") == 0 ||
+		   strcasecmp(suffix, "tb") == 0 ||
+		   strcasecmp(suffix, "tib") == 0) {
+		mult = 1ULL << 40;
+	} else {
+		gf2_err(errbuf, errlen, "unknown size suffix '%s' in '%s' "
+			"(K, M, G or T)", suffix, s);
+		return -1;
+	}
+	if (v != 0 && mult > UINT64_MAX / v) {
+		gf2_err(errbuf, errlen, "'%s' is too large", s);
+		return -1;
+	}
+	v *= mult;
+	if (v < min || v > max) {
+		gf2_err(errbuf, errlen, "'%s' is out of range [%" PRIu64
+			", %" PRIu64 "]", s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int gf2_parse_int(const char *s, int64_t min, int64_t max,
+		  int64_t *out, char *errbuf, size_t errlen)
+{
+	char *end = NULL;
+	long long v;
+
+	if (s == NULL) {
+		gf2_err(errbuf, errlen, "empty value");
+		return -1;
+	}
+	while (isspace((unsigned char)*s)) {
+		s++;
+	}
+	if (*s == '\0') {
+		gf2_err(errbuf, errlen, "empty value");
+		return -1;
+	}
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s) {
+		gf2_err(errbuf, errlen, "'%s' is not a number", s);
+		return -1;
+	}
+	while (isspace((unsigned char)*end)) {
+		end++;
+	}
+	if (*end != '\0') {
+		gf2_err(errbuf, errlen, "'%s' is not a number", s);
+		return -1;
+	}
+	if (errno == ERANGE || v < min || v > max) {
+		gf2_err(errbuf, errlen, "'%s' is out of range [%" PRId64
+			", %" PRId64 "]", s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen)
+{
+	static const char *yes[] = { "yes", "true", "on", "1" };
+	static const char *no[] = { "no", "false", "off", "0" };
+	size_t i;
+
+	if (s == NULL || s[0] == '\0') {
+		gf2_err(errbuf, errlen, "empty value");
+		return -1;
+	}
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	gf2_err(errbuf, errlen, "'%s' is not a boolean (yes/no)", s);
+	return -1;
+}

@@ -1,0 +1,189 @@
+/*
+ * glusterfs2: one glfs instance per volume per smbd process.
+ *
+ * Every smbd child serves one client; its tree connects to shares on the
+ * same volume (and the same volfile servers and log settings) share one
+ * glfs_t.  The instance is created by the first tree connect and torn
+ * down by the last disconnect, unless Gluster still owns an asynchronous
+ * call on it: then the teardown waits for the last completion
+ * (gf2_volume_io_end), because glfs_fini with calls in flight would free
+ * what their callbacks are about to touch.
+ */
+
+#include "includes.h"
+#include "lib/util/dlinklist.h"
+#include "gf2_private.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+static struct gf2_volume *gf2_volumes;
+
+static void gf2_volume_destroy(struct gf2_volume *vol)
+{
+	int ret;
+
+	DLIST_REMOVE(gf2_volumes, vol);
+	DBG_NOTICE("releasing volume %s\n", vol->volname);
+	ret = glfs_fini(vol->fs);
+	if (ret != 0) {
+		DBG_WARNING("glfs_fini(%s) failed: %s\n", vol->volname,
+			    strerror(errno));
+	}
+	TALLOC_FREE(vol);
+}
+
+struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
+{
+	struct gf2_volume *vol = NULL;
+	char servers[1024];
+	char *key = NULL;
+	size_t i;
+	int ret;
+
+	gf2_format_volfile_servers(p->servers, p->num_servers,
+				   servers, sizeof(servers));
+	key = talloc_asprintf(talloc_tos(), "%s|%s|%s|%d|%s", p->volname,
+			      servers, p->logfile ? p->logfile : "",
+			      p->loglevel, p->connectpath);
+	if (key == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	for (vol = gf2_volumes; vol != NULL; vol = vol->next) {
+		if (strcmp(vol->key, key) == 0) {
+			vol->tcons += 1;
+			TALLOC_FREE(key);
+			return vol;
+		}
+	}
+
+	vol = talloc_zero(NULL, struct gf2_volume);
+	if (vol == NULL) {
+		TALLOC_FREE(key);
+		errno = ENOMEM;
+		return NULL;
+	}
+	vol->key = talloc_move(vol, &key);
+	vol->volname = talloc_strdup(vol, p->volname);
+	vol->servers = talloc_strdup(vol, servers);
+	if (vol->volname == NULL || vol->servers == NULL) {
+		TALLOC_FREE(vol);
+		errno = ENOMEM;
+		return NULL;
+	}
+
+	vol->fs = glfs_new(p->volname);
+	if (vol->fs == NULL) {
+		DBG_ERR("glfs_new(%s) failed: %s\n", p->volname,
+			strerror(errno));
+		TALLOC_FREE(vol);
+		return NULL;
+	}
+
+	for (i = 0; i < p->num_servers; i++) {
+		const struct gf2_volfile_server *s = &p->servers[i];
+
+		ret = glfs_set_volfile_server(vol->fs, s->transport, s->host,
+					      s->port);
+		if (ret < 0) {
+			DBG_ERR("volume %s: cannot use volfile server "
+				"%s+%s:%d: %s\n", p->volname, s->transport,
+				s->host, s->port, strerror(errno));
+			goto fail;
+		}
+	}
+
+	ret = glfs_set_logging(vol->fs, p->logfile, p->loglevel);
+	if (ret < 0) {
+		DBG_ERR("volume %s: cannot log to %s at level %d: %s\n",
+			p->volname, p->logfile ? p->logfile : "(default)",
+			p->loglevel, strerror(errno));
+		goto fail;
+	}
+
+	/*
+	 * Samba sends ACL xattrs through POSIX ACL calls: let md-cache
+	 * cache them, as the FUSE client does.
+	 */
+	ret = glfs_set_xlator_option(vol->fs, "*-md-cache",
+				     "cache-posix-acl", "true");
+	if (ret < 0) {
+		DBG_WARNING("volume %s: cannot enable md-cache POSIX ACL "
+			    "caching: %s\n", p->volname, strerror(errno));
+	}
+
+	/* The snapshot entry point (.snaps) appears under the share root. */
+	ret = glfs_set_xlator_option(vol->fs, "*-snapview-client",
+				     "snapdir-entry-path", p->connectpath);
+	if (ret < 0) {
+		DBG_WARNING("volume %s: cannot set snapdir-entry-path: %s\n",
+			    p->volname, strerror(errno));
+	}
+
+	/*
+	 * Samba orders writes and flushes itself and relies on a write being
+	 * on the bricks once it is acknowledged to the client: bypass
+	 * write-behind, as the stock module does.  Without pass-through
+	 * support data could be lost, so refuse to connect.
+	 */
+	ret = glfs_set_xlator_option(vol->fs, "*-write-behind",
+				     "pass-through", "true");
+	if (ret < 0) {
+		DBG_ERR("volume %s: cannot set write-behind pass-through: %s; "
+			"refusing to connect\n", p->volname, strerror(errno));
+		goto fail;
+	}
+
+	ret = glfs_init(vol->fs);
+	if (ret < 0) {
+		DBG_ERR("volume %s unavailable from volfile servers %s: %s\n",
+			p->volname, servers, strerror(errno));
+		goto fail;
+	}
+
+	vol->tcons = 1;
+	DLIST_ADD(gf2_volumes, vol);
+	DBG_NOTICE("volume %s connected through %s\n", p->volname, servers);
+	return vol;
+
+fail:
+	{
+		int saved_errno = errno;
+
+		glfs_fini(vol->fs);
+		TALLOC_FREE(vol);
+		errno = saved_errno;
+	}
+	return NULL;
+}
+
+void gf2_volume_put(struct gf2_volume *vol)
+{
+	SMB_ASSERT(vol->tcons > 0);
+	vol->tcons -= 1;
+	if (vol->tcons > 0) {
+		return;
+	}
+	if (vol->inflight > 0) {
+		DBG_NOTICE("volume %s: %u calls in flight, release deferred\n",
+			   vol->volname, vol->inflight);
+		return;
+	}
+	gf2_volume_destroy(vol);
+}
+
+void gf2_volume_io_begin(struct gf2_volume *vol)
+{
+	vol->inflight += 1;
+}
+
+void gf2_volume_io_end(struct gf2_volume *vol)
+{
+	SMB_ASSERT(vol->inflight > 0);
+	vol->inflight -= 1;
+	if (vol->inflight == 0 && vol->tcons == 0) {
+		gf2_volume_destroy(vol);
+	}
+}

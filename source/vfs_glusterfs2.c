@@ -1,0 +1,1613 @@
+/*
+ * glusterfs2: a Samba VFS module serving GlusterFS volumes through
+ * libgfapi.
+ *
+ * This file is the VFS glue: registration, the function table, connect
+ * and disconnect, option handling and the metadata operations.  The
+ * asynchronous data path lives in gf2_async.c, the per-process volume
+ * cache in gf2_volume.c and the option parsers in gf2_options.c.
+ *
+ * Paths.  Every Gluster call is made with an absolute path inside the
+ * volume (or with a glfs_fd): relative names from smbd are resolved
+ * against the working directory this module tracks for the tree connect
+ * (chdir_fn), never against the glfs instance's own cwd, which all tree
+ * connects of the process share.
+ *
+ * Handles.  Path-only handles (smbd's O_PATH "pathref" fsps) and
+ * directories open nothing on Gluster: a lookup checks that the object
+ * exists and has the right type, and operations on them go by path.
+ * Only regular files opened for I/O get a glfs_fd.  Directory listings
+ * open a directory stream with glfs_opendir and close it in closedir, so
+ * the bricks release every descriptor they hand out (a directory opened
+ * through glfs_open is never released by the posix translator).
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "smbprofile.h"
+#include "lib/util/tevent_unix.h"
+#include "gf2_private.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+#define GF2_MODULE_NAME "glusterfs2"
+
+/* Returned to smbd as the "fd" of every handle: never a real descriptor. */
+#define GF2_FAKE_FD 0x2f2f2f2f
+
+/* One fixed block size, so that stat results are stable between calls. */
+#define GF2_BLKSIZE 4096
+
+struct gf2_dir {
+	glfs_fd_t *fd;
+	struct dirent *de;
+};
+
+static struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle)
+{
+	struct gf2_conn *c = NULL;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, c, struct gf2_conn,
+				smb_panic("glusterfs2: no connection data"));
+	return c;
+}
+
+/*
+ * Join name to base and drop "." components and duplicate slashes.
+ * ".." is left for Gluster to resolve.
+ */
+static char *gf2_join(TALLOC_CTX *mem_ctx, const char *base, const char *name)
+{
+	char *out = NULL;
+	const char *p = NULL;
+	size_t len;
+
+	if (name != NULL && name[0] == '/') {
+		out = talloc_strdup(mem_ctx, "/");
+	} else {
+		out = talloc_strdup(mem_ctx, base != NULL ? base : "/");
+	}
+	if (out == NULL || name == NULL) {
+		return out;
+	}
+
+	p = name;
+	while (*p != '\0') {
+		const char *slash = strchr(p, '/');
+		size_t clen = slash != NULL ? (size_t)(slash - p) : strlen(p);
+
+		if (clen == 0 || (clen == 1 && p[0] == '.')) {
+			/* skip */
+		} else {
+			len = talloc_get_size(out) - 1;
+			if (len > 0 && out[len - 1] != '/') {
+				out = talloc_strdup_append_buffer(out, "/");
+			}
+			if (out == NULL) {
+				return NULL;
+			}
+			out = talloc_strndup_append_buffer(out, p, clen);
+			if (out == NULL) {
+				return NULL;
+			}
+		}
+		if (slash == NULL) {
+			break;
+		}
+		p = slash + 1;
+	}
+	return out;
+}
+
+/* A name relative to the tracked working directory, made absolute. */
+static char *gf2_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
+		      const char *name)
+{
+	char *path = gf2_join(mem_ctx, c->cwd, name);
+
+	if (path == NULL) {
+		errno = ENOMEM;
+	}
+	return path;
+}
+
+static char *gf2_at_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
+			 const struct files_struct *dirfsp,
+			 const struct smb_filename *smb_fname)
+{
+	struct smb_filename *full = NULL;
+	char *path = NULL;
+
+	if (dirfsp == NULL || fsp_get_pathref_fd(dirfsp) == AT_FDCWD) {
+		return gf2_path(mem_ctx, c, smb_fname->base_name);
+	}
+	full = full_path_from_dirfsp_atname(talloc_tos(), dirfsp, smb_fname);
+	if (full == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	path = gf2_path(mem_ctx, c, full->base_name);
+	TALLOC_FREE(full);
+	return path;
+}
+
+static char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
+			  const struct files_struct *fsp)
+{
+	return gf2_path(mem_ctx, c, fsp->fsp_name->base_name);
+}
+
+static struct gf2_fh *gf2_fh_of(struct vfs_handle_struct *handle,
+				const struct files_struct *fsp)
+{
+	struct gf2_fh **pfh = NULL;
+
+	pfh = (struct gf2_fh **)VFS_FETCH_FSP_EXTENSION(handle, fsp);
+	if (pfh == NULL) {
+		return NULL;
+	}
+	return *pfh;
+}
+
+/* The glfs_fd of an fsp opened for I/O, or NULL with errno set. */
+static glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
+			    const struct files_struct *fsp)
+{
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+
+	if (fh == NULL) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (fh->fd == NULL) {
+		errno = fh->is_dir ? EISDIR : EBADF;
+		return NULL;
+	}
+	return fh->fd;
+}
+
+static void gf2_stat_ex(struct vfs_handle_struct *handle,
+			struct stat_ex *dst, const struct stat *src)
+{
+	init_stat_ex_from_stat(dst, src,
+			       lp_fake_directory_create_times(
+				       SNUM(handle->conn)));
+	dst->st_ex_blksize = GF2_BLKSIZE;
+}
+
+/*
+ * Options.  Each is read and validated once per tree connect; a bad value
+ * is logged with the share and option name, and either replaced by the
+ * documented default or, where no safe default exists, the tree connect
+ * is refused.
+ */
+static int gf2_option_loglevel(int snum, const char *service)
+{
+	const char *s = lp_parm_const_string(snum, GF2_MODULE_NAME,
+					     "loglevel", NULL);
+	char err[GF2_ERRLEN];
+	int64_t v;
+
+	if (s == NULL) {
+		return GF2_DEFAULT_LOGLEVEL;
+	}
+	if (gf2_parse_int(s, 0, 9, &v, err, sizeof(err)) != 0) {
+		DBG_ERR("share [%s]: glusterfs2:loglevel: %s; using %d\n",
+			service, err, GF2_DEFAULT_LOGLEVEL);
+		return GF2_DEFAULT_LOGLEVEL;
+	}
+	return (int)v;
+}
+
+static int gf2_connect(struct vfs_handle_struct *handle,
+		       const char *service, const char *user)
+{
+	const struct loadparm_substitution *lp_sub =
+		loadparm_s3_global_substitution();
+	int snum = SNUM(handle->conn);
+	struct gf2_volfile_server servers[GF2_MAX_VOLFILE_SERVERS];
+	struct gf2_volume_params params = { 0 };
+	struct gf2_conn *c = NULL;
+	TALLOC_CTX *frame = talloc_stackframe();
+	const char *volname = NULL;
+	char *spec = NULL;
+	char *logfile = NULL;
+	char err[GF2_ERRLEN];
+	size_t num_servers = 0;
+	int ret;
+
+	ret = SMB_VFS_NEXT_CONNECT(handle, service, user);
+	if (ret < 0) {
+		TALLOC_FREE(frame);
+		return ret;
+	}
+
+	volname = lp_parm_const_string(snum, GF2_MODULE_NAME, "volume",
+				       service);
+	if (!gf2_valid_volume_name(volname, err, sizeof(err))) {
+		DBG_ERR("share [%s]: glusterfs2:volume: %s; refusing the "
+			"tree connect\n", service, err);
+		TALLOC_FREE(frame);
+		errno = EINVAL;
+		return -1;
+	}
+
+	spec = lp_parm_substituted_string(frame, lp_sub, snum,
+					  GF2_MODULE_NAME, "volfile_server",
+					  GF2_DEFAULT_VOLFILE_SERVER);
+	if (spec == NULL) {
+		TALLOC_FREE(frame);
+		errno = ENOMEM;
+		return -1;
+	}
+	ret = gf2_parse_volfile_servers(spec, servers,
+					ARRAY_SIZE(servers), &num_servers,
+					err, sizeof(err));
+	if (ret != 0) {
+		DBG_ERR("share [%s]: glusterfs2:volfile_server '%s': %s; "
+			"refusing the tree connect\n", service, spec, err);
+		TALLOC_FREE(frame);
+		errno = EINVAL;
+		return -1;
+	}
+
+	logfile = lp_parm_substituted_string(frame, lp_sub, snum,
+					     GF2_MODULE_NAME, "logfile", NULL);
+	if (logfile != NULL && logfile[0] == '\0') {
+		logfile = NULL;
+	}
+
+	params.volname = volname;
+	params.servers = servers;
+	params.num_servers = num_servers;
+	params.logfile = logfile;
+	params.loglevel = gf2_option_loglevel(snum, service);
+	params.connectpath = handle->conn->connectpath;
+
+	c = talloc_zero(handle->conn, struct gf2_conn);
+	if (c == NULL) {
+		TALLOC_FREE(frame);
+		errno = ENOMEM;
+		return -1;
+	}
+	c->cwd = talloc_strdup(c, "/");
+	if (c->cwd == NULL) {
+		TALLOC_FREE(c);
+		TALLOC_FREE(frame);
+		errno = ENOMEM;
+		return -1;
+	}
+
+	c->vol = gf2_volume_get(&params);
+	if (c->vol == NULL) {
+		int saved_errno = errno;
+
+		/* gf2_volume_get logged volume and servers */
+		TALLOC_FREE(c);
+		TALLOC_FREE(frame);
+		errno = saved_errno != 0 ? saved_errno : EIO;
+		return -1;
+	}
+	c->fs = c->vol->fs;
+
+	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
+				{
+					gf2_volume_put(c->vol);
+					TALLOC_FREE(c);
+					TALLOC_FREE(frame);
+					errno = ENOMEM;
+					return -1;
+				});
+
+	/*
+	 * Gluster is not mounted locally: tell shadow_copy2 where the
+	 * snapshots' mount point is, and keep dosmode queries synchronous
+	 * (getxattrat_send is not implemented here).
+	 */
+	lp_do_parameter(snum, "shadow:mountpoint", "/");
+	lp_do_parameter(snum, "smbd async dosmode", "false");
+
+	DBG_NOTICE("share [%s] on volume %s (servers %s)\n", service,
+		   volname, c->vol->servers);
+	TALLOC_FREE(frame);
+	return 0;
+}
+
+static void gf2_disconnect(struct vfs_handle_struct *handle)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	gf2_volume_put(c->vol);
+	c->vol = NULL;
+	c->fs = NULL;
+	SMB_VFS_NEXT_DISCONNECT(handle);
+}
+
+static int gf2_statvfs(struct vfs_handle_struct *handle,
+		       const struct smb_filename *smb_fname,
+		       struct vfs_statvfs_struct *out)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct statvfs st = { 0 };
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	ret = glfs_statvfs(c->fs, path, &st);
+	TALLOC_FREE(path);
+	if (ret < 0) {
+		return -1;
+	}
+	ZERO_STRUCTP(out);
+	out->OptimalTransferSize = st.f_frsize;
+	out->BlockSize = st.f_bsize;
+	out->TotalBlocks = st.f_blocks;
+	out->BlocksAvail = st.f_bfree;
+	out->UserBlocksAvail = st.f_bavail;
+	out->TotalFileNodes = st.f_files;
+	out->FreeFileNodes = st.f_ffree;
+	out->FsIdentifier = st.f_fsid;
+	out->FsCapabilities = FILE_CASE_SENSITIVE_SEARCH |
+			      FILE_CASE_PRESERVED_NAMES;
+	return 0;
+}
+
+static uint64_t gf2_disk_free(struct vfs_handle_struct *handle,
+			      const struct smb_filename *smb_fname,
+			      uint64_t *bsize, uint64_t *dfree,
+			      uint64_t *dsize)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct statvfs st = { 0 };
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	int ret;
+
+	if (path == NULL) {
+		return (uint64_t)-1;
+	}
+	ret = glfs_statvfs(c->fs, path, &st);
+	TALLOC_FREE(path);
+	if (ret < 0) {
+		return (uint64_t)-1;
+	}
+	*bsize = st.f_bsize;
+	*dfree = st.f_bavail;
+	*dsize = st.f_blocks;
+	return *dfree;
+}
+
+static int gf2_get_quota(struct vfs_handle_struct *handle,
+			 const struct smb_filename *smb_fname,
+			 enum SMB_QUOTA_TYPE qtype, unid_t id,
+			 SMB_DISK_QUOTA *qt)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static int gf2_set_quota(struct vfs_handle_struct *handle,
+			 enum SMB_QUOTA_TYPE qtype, unid_t id,
+			 SMB_DISK_QUOTA *qt)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static uint32_t gf2_fs_capabilities(struct vfs_handle_struct *handle,
+				    enum timestamp_set_resolution *p_ts_res)
+{
+	*p_ts_res = TIMESTAMP_SET_NT_OR_BETTER;
+	return FILE_CASE_SENSITIVE_SEARCH | FILE_CASE_PRESERVED_NAMES |
+	       FILE_SUPPORTS_SPARSE_FILES;
+}
+
+/* Directories */
+
+static int gf2_dir_destructor(struct gf2_dir *d)
+{
+	if (d->fd != NULL) {
+		glfs_closedir(d->fd);
+		d->fd = NULL;
+	}
+	return 0;
+}
+
+static DIR *gf2_fdopendir(struct vfs_handle_struct *handle,
+			  files_struct *fsp, const char *mask,
+			  uint32_t attributes)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_dir *d = NULL;
+	char *path = NULL;
+
+	d = talloc_zero(NULL, struct gf2_dir);
+	if (d == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->de = talloc_zero_size(d, sizeof(struct dirent) + NAME_MAX + 1);
+	path = gf2_fsp_path(d, c, fsp);
+	if (d->de == NULL || path == NULL) {
+		TALLOC_FREE(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	START_PROFILE(syscall_fdopendir);
+	d->fd = glfs_opendir(c->fs, path);
+	END_PROFILE(syscall_fdopendir);
+	if (d->fd == NULL) {
+		int saved_errno = errno;
+
+		TALLOC_FREE(d);
+		errno = saved_errno;
+		return NULL;
+	}
+	talloc_set_destructor(d, gf2_dir_destructor);
+	TALLOC_FREE(path);
+	return (DIR *)d;
+}
+
+static struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
+				  struct files_struct *dirfsp,
+				  DIR *dirp, SMB_STRUCT_STAT *sbuf)
+{
+	struct gf2_dir *d = (struct gf2_dir *)dirp;
+	struct dirent *result = NULL;
+	struct stat st;
+	int ret;
+
+	START_PROFILE(syscall_readdir);
+	if (sbuf != NULL) {
+		ret = glfs_readdirplus_r(d->fd, &st, d->de, &result);
+	} else {
+		ret = glfs_readdir_r(d->fd, d->de, &result);
+	}
+	END_PROFILE(syscall_readdir);
+	if (ret != 0 || result == NULL) {
+		if (ret != 0) {
+			errno = ret > 0 ? ret : errno;
+		}
+		return NULL;
+	}
+	if (sbuf != NULL) {
+		SET_STAT_INVALID(*sbuf);
+		if (!S_ISLNK(st.st_mode)) {
+			gf2_stat_ex(handle, sbuf, &st);
+		}
+	}
+	return result;
+}
+
+static long gf2_telldir(struct vfs_handle_struct *handle, DIR *dirp)
+{
+	struct gf2_dir *d = (struct gf2_dir *)dirp;
+
+	return glfs_telldir(d->fd);
+}
+
+static void gf2_seekdir(struct vfs_handle_struct *handle, DIR *dirp,
+			long offset)
+{
+	struct gf2_dir *d = (struct gf2_dir *)dirp;
+
+	glfs_seekdir(d->fd, offset);
+}
+
+static void gf2_rewind_dir(struct vfs_handle_struct *handle, DIR *dirp)
+{
+	struct gf2_dir *d = (struct gf2_dir *)dirp;
+
+	glfs_seekdir(d->fd, 0);
+}
+
+static int gf2_closedir(struct vfs_handle_struct *handle, DIR *dirp)
+{
+	struct gf2_dir *d = (struct gf2_dir *)dirp;
+	int ret = 0;
+
+	START_PROFILE(syscall_closedir);
+	if (d->fd != NULL) {
+		ret = glfs_closedir(d->fd);
+		d->fd = NULL;
+	}
+	TALLOC_FREE(d);
+	END_PROFILE(syscall_closedir);
+	return ret;
+}
+
+static int gf2_mkdirat(struct vfs_handle_struct *handle,
+		       struct files_struct *dirfsp,
+		       const struct smb_filename *smb_fname,
+		       mode_t mode)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_mkdirat);
+	ret = glfs_mkdir(c->fs, path, mode);
+	END_PROFILE(syscall_mkdirat);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+/* Files */
+
+static void gf2_fh_ext_destroy(void *p_data)
+{
+	struct gf2_fh **pfh = (struct gf2_fh **)p_data;
+
+	if (*pfh != NULL) {
+		gf2_fh_close(*pfh);
+		*pfh = NULL;
+	}
+}
+
+static int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
+		      struct stat *st)
+{
+	if (nofollow) {
+		return glfs_lstat(c->fs, path, st);
+	}
+	return glfs_stat(c->fs, path, st);
+}
+
+static int gf2_openat(struct vfs_handle_struct *handle,
+		      const struct files_struct *dirfsp,
+		      const struct smb_filename *smb_fname,
+		      files_struct *fsp,
+		      const struct vfs_open_how *how)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh **pfh = NULL;
+	struct gf2_fh *fh = NULL;
+	int flags = how->flags;
+	bool nofollow = (flags & O_NOFOLLOW) != 0;
+	bool is_dir = false;
+	bool exists = false;
+	char *path = NULL;
+	struct stat st;
+	int ret;
+
+	if (how->resolve != 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+
+	path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	if (path == NULL) {
+		return -1;
+	}
+
+	START_PROFILE(syscall_openat);
+
+	fh = talloc_zero(NULL, struct gf2_fh);
+	if (fh == NULL) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	fh->vol = c->vol;
+	fh->nofollow = nofollow;
+
+	/*
+	 * What is there?  A path-only handle needs nothing else; so do
+	 * directories.  Use smbd's stat if it has one.
+	 */
+	if (fsp->fsp_flags.is_pathref || (flags & O_CREAT) == 0) {
+		if (VALID_STAT(smb_fname->st) && !fsp->fsp_flags.is_pathref) {
+			st.st_mode = smb_fname->st.st_ex_mode;
+			ret = 0;
+		} else {
+			ret = gf2_lookup(c, path, nofollow, &st);
+		}
+		if (ret != 0) {
+			goto fail;
+		}
+		exists = true;
+		is_dir = S_ISDIR(st.st_mode);
+		if ((flags & O_DIRECTORY) && !is_dir) {
+			errno = ENOTDIR;
+			goto fail;
+		}
+	}
+
+	if (fsp->fsp_flags.is_pathref) {
+		fh->is_dir = is_dir;
+		goto done;
+	}
+
+	if (exists && S_ISLNK(st.st_mode)) {
+		/* O_NOFOLLOW on a symlink */
+		errno = ELOOP;
+		goto fail;
+	}
+
+	if (exists && is_dir) {
+		if ((flags & O_ACCMODE) != O_RDONLY) {
+			errno = EISDIR;
+			goto fail;
+		}
+		fh->is_dir = true;
+		goto done;
+	}
+
+	if (flags & O_CREAT) {
+		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
+				    how->mode);
+		if (fh->fd == NULL && errno == EISDIR &&
+		    (flags & O_EXCL) == 0 &&
+		    (flags & O_ACCMODE) == O_RDONLY) {
+			fh->is_dir = true;
+			goto done;
+		}
+	} else {
+		fh->fd = glfs_open(c->fs, path, flags & ~O_NOFOLLOW);
+	}
+	if (fh->fd == NULL) {
+		goto fail;
+	}
+
+done:
+	pfh = VFS_ADD_FSP_EXTENSION(handle, fsp, struct gf2_fh *,
+				    gf2_fh_ext_destroy);
+	if (pfh == NULL) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	*pfh = fh;
+	fsp->fsp_flags.have_proc_fds = false;
+	END_PROFILE(syscall_openat);
+	TALLOC_FREE(path);
+	return GF2_FAKE_FD;
+
+fail:
+	{
+		int saved_errno = errno;
+
+		if (fh != NULL) {
+			gf2_fh_close(fh);
+		}
+		END_PROFILE(syscall_openat);
+		TALLOC_FREE(path);
+		errno = saved_errno;
+	}
+	return -1;
+}
+
+static int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
+{
+	struct gf2_fh **pfh = NULL;
+	struct gf2_fh *fh = NULL;
+	int ret;
+
+	pfh = (struct gf2_fh **)VFS_FETCH_FSP_EXTENSION(handle, fsp);
+	if (pfh == NULL || *pfh == NULL) {
+		errno = EBADF;
+		return -1;
+	}
+	START_PROFILE(syscall_close);
+	fh = *pfh;
+	*pfh = NULL;
+	ret = gf2_fh_close(fh);
+	VFS_REMOVE_FSP_EXTENSION(handle, fsp);
+	END_PROFILE(syscall_close);
+	return ret;
+}
+
+static ssize_t gf2_pread(struct vfs_handle_struct *handle,
+			 files_struct *fsp, void *data, size_t n,
+			 off_t offset)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	ssize_t ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	START_PROFILE_BYTES(syscall_pread, n);
+	ret = glfs_pread(fd, data, n, offset, 0, NULL);
+	END_PROFILE_BYTES(syscall_pread);
+	return ret;
+}
+
+static ssize_t gf2_pwrite(struct vfs_handle_struct *handle,
+			  files_struct *fsp, const void *data, size_t n,
+			  off_t offset)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	ssize_t ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	START_PROFILE_BYTES(syscall_pwrite, n);
+	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
+	END_PROFILE_BYTES(syscall_pwrite);
+	return ret;
+}
+
+static struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
+					    TALLOC_CTX *mem_ctx,
+					    struct tevent_context *ev,
+					    struct files_struct *fsp,
+					    void *data, size_t n,
+					    off_t offset)
+{
+	return gf2_pread_send(mem_ctx, ev, gf2_fh_of(handle, fsp), data, n,
+			      offset);
+}
+
+static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
+					     TALLOC_CTX *mem_ctx,
+					     struct tevent_context *ev,
+					     struct files_struct *fsp,
+					     const void *data, size_t n,
+					     off_t offset)
+{
+	return gf2_pwrite_send(mem_ctx, ev, gf2_fh_of(handle, fsp), data, n,
+			       offset);
+}
+
+static struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
+					    TALLOC_CTX *mem_ctx,
+					    struct tevent_context *ev,
+					    struct files_struct *fsp)
+{
+	return gf2_fsync_send(mem_ctx, ev, gf2_fh_of(handle, fsp));
+}
+
+static off_t gf2_lseek(struct vfs_handle_struct *handle,
+		       files_struct *fsp, off_t offset, int whence)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+
+	if (fd == NULL) {
+		return -1;
+	}
+	return glfs_lseek(fd, offset, whence);
+}
+
+static ssize_t gf2_sendfile(struct vfs_handle_struct *handle, int tofd,
+			    files_struct *fromfsp, const DATA_BLOB *hdr,
+			    off_t offset, size_t n)
+{
+	errno = ENOTSUP;
+	return -1;
+}
+
+static ssize_t gf2_recvfile(struct vfs_handle_struct *handle, int fromfd,
+			    files_struct *tofsp, off_t offset, size_t n)
+{
+	errno = ENOTSUP;
+	return -1;
+}
+
+static int gf2_renameat(struct vfs_handle_struct *handle,
+			struct files_struct *srcdir_fsp,
+			const struct smb_filename *smb_fname_src,
+			struct files_struct *dstdir_fsp,
+			const struct smb_filename *smb_fname_dst)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *src = NULL;
+	char *dst = NULL;
+	int ret = -1;
+
+	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
+	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
+	if (src != NULL && dst != NULL) {
+		START_PROFILE(syscall_renameat);
+		ret = glfs_rename(c->fs, src, dst);
+		END_PROFILE(syscall_renameat);
+	}
+	TALLOC_FREE(src);
+	TALLOC_FREE(dst);
+	return ret;
+}
+
+/* stat family */
+
+static int gf2_stat_path(struct vfs_handle_struct *handle,
+			 struct smb_filename *smb_fname, bool nofollow)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	struct stat st;
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	ret = gf2_lookup(c, path, nofollow, &st);
+	TALLOC_FREE(path);
+	if (ret == 0) {
+		gf2_stat_ex(handle, &smb_fname->st, &st);
+	}
+	return ret;
+}
+
+static int gf2_stat(struct vfs_handle_struct *handle,
+		    struct smb_filename *smb_fname)
+{
+	int ret;
+
+	START_PROFILE(syscall_stat);
+	ret = gf2_stat_path(handle, smb_fname, false);
+	END_PROFILE(syscall_stat);
+	return ret;
+}
+
+static int gf2_lstat(struct vfs_handle_struct *handle,
+		     struct smb_filename *smb_fname)
+{
+	int ret;
+
+	START_PROFILE(syscall_lstat);
+	ret = gf2_stat_path(handle, smb_fname, true);
+	END_PROFILE(syscall_lstat);
+	return ret;
+}
+
+static int gf2_fstat(struct vfs_handle_struct *handle,
+		     files_struct *fsp, SMB_STRUCT_STAT *sbuf)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	struct stat st;
+	int ret;
+
+	START_PROFILE(syscall_fstat);
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fstat(fh->fd, &st);
+	} else {
+		char *path = gf2_fsp_path(talloc_tos(), c, fsp);
+
+		if (path == NULL) {
+			END_PROFILE(syscall_fstat);
+			return -1;
+		}
+		ret = gf2_lookup(c, path, fh != NULL && fh->nofollow, &st);
+		TALLOC_FREE(path);
+	}
+	END_PROFILE(syscall_fstat);
+	if (ret == 0) {
+		gf2_stat_ex(handle, sbuf, &st);
+	}
+	return ret;
+}
+
+static int gf2_fstatat(struct vfs_handle_struct *handle,
+		       const struct files_struct *dirfsp,
+		       const struct smb_filename *smb_fname,
+		       SMB_STRUCT_STAT *sbuf, int flags)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	struct stat st;
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_fstatat);
+	ret = gf2_lookup(c, path, (flags & AT_SYMLINK_NOFOLLOW) != 0, &st);
+	END_PROFILE(syscall_fstatat);
+	TALLOC_FREE(path);
+	if (ret == 0) {
+		gf2_stat_ex(handle, sbuf, &st);
+	}
+	return ret;
+}
+
+static uint64_t gf2_get_alloc_size(struct vfs_handle_struct *handle,
+				   files_struct *fsp,
+				   const SMB_STRUCT_STAT *sbuf)
+{
+	if (S_ISDIR(sbuf->st_ex_mode)) {
+		return 0;
+	}
+	return sbuf->st_ex_blocks * 512;
+}
+
+static int gf2_unlinkat(struct vfs_handle_struct *handle,
+			struct files_struct *dirfsp,
+			const struct smb_filename *smb_fname,
+			int flags)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_unlinkat);
+	if (flags & AT_REMOVEDIR) {
+		ret = glfs_rmdir(c->fs, path);
+	} else {
+		ret = glfs_unlink(c->fs, path);
+	}
+	END_PROFILE(syscall_unlinkat);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_fchmod(struct vfs_handle_struct *handle,
+		      files_struct *fsp, mode_t mode)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	int ret;
+
+	START_PROFILE(syscall_fchmod);
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fchmod(fh->fd, mode);
+	} else {
+		path = gf2_fsp_path(talloc_tos(), c, fsp);
+		ret = path != NULL ? glfs_chmod(c->fs, path, mode) : -1;
+		TALLOC_FREE(path);
+	}
+	END_PROFILE(syscall_fchmod);
+	return ret;
+}
+
+static int gf2_fchown(struct vfs_handle_struct *handle,
+		      files_struct *fsp, uid_t uid, gid_t gid)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	int ret;
+
+	START_PROFILE(syscall_fchown);
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fchown(fh->fd, uid, gid);
+	} else {
+		path = gf2_fsp_path(talloc_tos(), c, fsp);
+		if (path == NULL) {
+			ret = -1;
+		} else if (fh != NULL && fh->nofollow) {
+			ret = glfs_lchown(c->fs, path, uid, gid);
+		} else {
+			ret = glfs_chown(c->fs, path, uid, gid);
+		}
+		TALLOC_FREE(path);
+	}
+	END_PROFILE(syscall_fchown);
+	return ret;
+}
+
+static int gf2_lchown(struct vfs_handle_struct *handle,
+		      const struct smb_filename *smb_fname,
+		      uid_t uid, gid_t gid)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_lchown);
+	ret = glfs_lchown(c->fs, path, uid, gid);
+	END_PROFILE(syscall_lchown);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_chdir(struct vfs_handle_struct *handle,
+		     const struct smb_filename *smb_fname)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_path(c, c, smb_fname->base_name);
+	struct stat st;
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_chdir);
+	ret = glfs_stat(c->fs, path, &st);
+	END_PROFILE(syscall_chdir);
+	if (ret != 0) {
+		TALLOC_FREE(path);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		TALLOC_FREE(path);
+		errno = ENOTDIR;
+		return -1;
+	}
+	TALLOC_FREE(c->cwd);
+	c->cwd = path;
+	return 0;
+}
+
+static struct smb_filename *gf2_getwd(struct vfs_handle_struct *handle,
+				      TALLOC_CTX *mem_ctx)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	return synthetic_smb_fname(mem_ctx, c->cwd, NULL, NULL, 0, 0);
+}
+
+static int gf2_fntimes(struct vfs_handle_struct *handle,
+		       files_struct *fsp, struct smb_file_time *ft)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	struct timespec times[2];
+	char *path = NULL;
+	int ret;
+
+	times[0] = ft->atime;
+	times[1] = ft->mtime;
+	if (is_omit_timespec(&times[0])) {
+		times[0].tv_sec = 0;
+		times[0].tv_nsec = UTIME_OMIT;
+	}
+	if (is_omit_timespec(&times[1])) {
+		times[1].tv_sec = 0;
+		times[1].tv_nsec = UTIME_OMIT;
+	}
+	if (times[0].tv_nsec == UTIME_OMIT &&
+	    times[1].tv_nsec == UTIME_OMIT) {
+		return 0;
+	}
+
+	START_PROFILE(syscall_fntimes);
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_futimens(fh->fd, times);
+	} else {
+		path = gf2_fsp_path(talloc_tos(), c, fsp);
+		if (path == NULL) {
+			ret = -1;
+		} else if (fh != NULL && fh->nofollow) {
+			ret = glfs_lutimens(c->fs, path, times);
+		} else {
+			ret = glfs_utimens(c->fs, path, times);
+		}
+		TALLOC_FREE(path);
+	}
+	END_PROFILE(syscall_fntimes);
+	return ret;
+}
+
+static int gf2_ftruncate(struct vfs_handle_struct *handle,
+			 files_struct *fsp, off_t len)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	int ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_ftruncate);
+	ret = glfs_ftruncate(fd, len, NULL, NULL);
+	END_PROFILE(syscall_ftruncate);
+	return ret;
+}
+
+static int gf2_fallocate(struct vfs_handle_struct *handle,
+			 struct files_struct *fsp, uint32_t mode,
+			 off_t offset, off_t len)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	int keep_size = mode & VFS_FALLOCATE_FL_KEEP_SIZE;
+	int punch_hole = mode & VFS_FALLOCATE_FL_PUNCH_HOLE;
+	int ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	mode &= ~(VFS_FALLOCATE_FL_KEEP_SIZE | VFS_FALLOCATE_FL_PUNCH_HOLE);
+	if (mode != 0) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	START_PROFILE(syscall_fallocate);
+	if (punch_hole) {
+		ret = glfs_discard(fd, offset, len);
+	} else {
+		ret = glfs_fallocate(fd, keep_size, offset, len);
+	}
+	END_PROFILE(syscall_fallocate);
+	return ret;
+}
+
+static bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
+		     int op, off_t offset, off_t count, int type)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct flock fl = { 0 };
+	int ret;
+
+	if (fd == NULL) {
+		return false;
+	}
+	START_PROFILE(syscall_fcntl_lock);
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = offset;
+	fl.l_len = count;
+	fl.l_pid = 0;
+	ret = glfs_posix_lock(fd, op, &fl);
+	END_PROFILE(syscall_fcntl_lock);
+
+	if (op == F_GETLK) {
+		/* lock query: true if there is a conflicting lock */
+		if (ret == -1) {
+			return false;
+		}
+		if (fl.l_type != F_UNLCK && fl.l_pid != 0 &&
+		    fl.l_pid != getpid()) {
+			return true;
+		}
+		return false;
+	}
+	return ret != -1;
+}
+
+static bool gf2_getlock(struct vfs_handle_struct *handle,
+			files_struct *fsp, off_t *poffset, off_t *pcount,
+			int *ptype, pid_t *ppid)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct flock fl = { 0 };
+	int ret;
+
+	if (fd == NULL) {
+		return false;
+	}
+	START_PROFILE(syscall_fcntl_getlock);
+	fl.l_type = *ptype;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = *poffset;
+	fl.l_len = *pcount;
+	fl.l_pid = 0;
+	ret = glfs_posix_lock(fd, F_GETLK, &fl);
+	END_PROFILE(syscall_fcntl_getlock);
+	if (ret == -1) {
+		return false;
+	}
+	*ptype = fl.l_type;
+	*poffset = fl.l_start;
+	*pcount = fl.l_len;
+	*ppid = fl.l_pid;
+	return true;
+}
+
+static int gf2_filesystem_sharemode(struct vfs_handle_struct *handle,
+				    struct files_struct *fsp,
+				    uint32_t share_access,
+				    uint32_t access_mask)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static int gf2_fcntl(struct vfs_handle_struct *handle,
+		     struct files_struct *fsp, int cmd, va_list cmd_arg)
+{
+	/*
+	 * smbd only asks for and clears O_NONBLOCK; there is no kernel
+	 * descriptor behind our handles.
+	 */
+	if (cmd == F_GETFL) {
+		return 0;
+	}
+	if (cmd == F_SETFL) {
+		va_list ap;
+		int flags;
+
+		va_copy(ap, cmd_arg);
+		flags = va_arg(ap, int);
+		va_end(ap);
+		if (flags == 0) {
+			return 0;
+		}
+		DBG_ERR("unexpected fcntl F_SETFL(%d)\n", flags);
+	} else {
+		DBG_ERR("unexpected fcntl %d\n", cmd);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static int gf2_linux_setlease(struct vfs_handle_struct *handle,
+			      struct files_struct *fsp, int leasetype)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static int gf2_symlinkat(struct vfs_handle_struct *handle,
+			 const struct smb_filename *link_contents,
+			 struct files_struct *dirfsp,
+			 const struct smb_filename *new_smb_fname)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, new_smb_fname);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_symlinkat);
+	ret = glfs_symlink(c->fs, link_contents->base_name, path);
+	END_PROFILE(syscall_symlinkat);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_readlinkat(struct vfs_handle_struct *handle,
+			  const struct files_struct *dirfsp,
+			  const struct smb_filename *smb_fname,
+			  char *buf, size_t bufsiz)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_readlinkat);
+	ret = glfs_readlink(c->fs, path, buf, bufsiz);
+	END_PROFILE(syscall_readlinkat);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_linkat(struct vfs_handle_struct *handle,
+		      struct files_struct *srcfsp,
+		      const struct smb_filename *old_smb_fname,
+		      struct files_struct *dstfsp,
+		      const struct smb_filename *new_smb_fname,
+		      int flags)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *src = gf2_at_path(talloc_tos(), c, srcfsp, old_smb_fname);
+	char *dst = gf2_at_path(talloc_tos(), c, dstfsp, new_smb_fname);
+	int ret = -1;
+
+	if (src != NULL && dst != NULL) {
+		START_PROFILE(syscall_linkat);
+		ret = glfs_link(c->fs, src, dst);
+		END_PROFILE(syscall_linkat);
+	}
+	TALLOC_FREE(src);
+	TALLOC_FREE(dst);
+	return ret;
+}
+
+static int gf2_mknodat(struct vfs_handle_struct *handle,
+		       struct files_struct *dirfsp,
+		       const struct smb_filename *smb_fname,
+		       mode_t mode, SMB_DEV_T dev)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_mknodat);
+	ret = glfs_mknod(c->fs, path, mode, dev);
+	END_PROFILE(syscall_mknodat);
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
+					 TALLOC_CTX *ctx,
+					 const struct smb_filename *smb_fname)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct smb_filename *result = NULL;
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	char *resolved = NULL;
+	char *ret = NULL;
+
+	if (path == NULL) {
+		return NULL;
+	}
+	resolved = talloc_zero_size(talloc_tos(), PATH_MAX + 1);
+	if (resolved == NULL) {
+		TALLOC_FREE(path);
+		errno = ENOMEM;
+		return NULL;
+	}
+	START_PROFILE(syscall_realpath);
+	ret = glfs_realpath(c->fs, path, resolved);
+	END_PROFILE(syscall_realpath);
+	if (ret != NULL) {
+		result = synthetic_smb_fname(ctx, ret, NULL, NULL, 0, 0);
+	}
+	TALLOC_FREE(path);
+	TALLOC_FREE(resolved);
+	return result;
+}
+
+static int gf2_fchflags(struct vfs_handle_struct *handle,
+			struct files_struct *fsp, unsigned int flags)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+/*
+ * Case-insensitive lookup: Gluster's DHT answers the virtual xattr
+ * "glusterfs.get_real_filename:NAME" on a directory with the name as it
+ * is stored, in one round trip instead of a directory scan.
+ */
+static NTSTATUS gf2_get_real_filename_at(struct vfs_handle_struct *handle,
+					 struct files_struct *dirfsp,
+					 const char *name,
+					 TALLOC_CTX *mem_ctx,
+					 char **found_name)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char key[NAME_MAX + 64];
+	char val[NAME_MAX + 1];
+	char *path = NULL;
+	ssize_t ret;
+	int n;
+
+	n = snprintf(key, sizeof(key), "glusterfs.get_real_filename:%s",
+		     name);
+	if (n < 0 || (size_t)n >= sizeof(key)) {
+		return NT_STATUS_OBJECT_NAME_INVALID;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, dirfsp);
+	if (path == NULL) {
+		return NT_STATUS_NO_MEMORY;
+	}
+	ret = glfs_getxattr(c->fs, path, key, val, sizeof(val) - 1);
+	TALLOC_FREE(path);
+	if (ret == -1) {
+		if (errno == ENOATTR || errno == ENODATA) {
+			errno = ENOENT;
+		}
+		return map_nt_error_from_unix(errno);
+	}
+	val[ret] = '\0';
+	*found_name = talloc_strdup(mem_ctx, val);
+	if (*found_name == NULL) {
+		return NT_STATUS_NO_MEMORY;
+	}
+	return NT_STATUS_OK;
+}
+
+/* Extended attributes */
+
+static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
+			     struct files_struct *fsp, const char *name,
+			     void *value, size_t size)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	ssize_t ret;
+
+	if (fh != NULL && fh->fd != NULL) {
+		return glfs_fgetxattr(fh->fd, name, value, size);
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return -1;
+	}
+	if (fh != NULL && fh->nofollow) {
+		ret = glfs_lgetxattr(c->fs, path, name, value, size);
+	} else {
+		ret = glfs_getxattr(c->fs, path, name, value, size);
+	}
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
+			      struct files_struct *fsp, char *list,
+			      size_t size)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	ssize_t ret;
+
+	if (fh != NULL && fh->fd != NULL) {
+		return glfs_flistxattr(fh->fd, list, size);
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return -1;
+	}
+	if (fh != NULL && fh->nofollow) {
+		ret = glfs_llistxattr(c->fs, path, list, size);
+	} else {
+		ret = glfs_listxattr(c->fs, path, list, size);
+	}
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_fremovexattr(struct vfs_handle_struct *handle,
+			    struct files_struct *fsp, const char *name)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	int ret;
+
+	if (fh != NULL && fh->fd != NULL) {
+		return glfs_fremovexattr(fh->fd, name);
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return -1;
+	}
+	if (fh != NULL && fh->nofollow) {
+		ret = glfs_lremovexattr(c->fs, path, name);
+	} else {
+		ret = glfs_removexattr(c->fs, path, name);
+	}
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static int gf2_fsetxattr(struct vfs_handle_struct *handle,
+			 struct files_struct *fsp, const char *name,
+			 const void *value, size_t size, int flags)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	char *path = NULL;
+	int ret;
+
+	if (fh != NULL && fh->fd != NULL) {
+		return glfs_fsetxattr(fh->fd, name, value, size, flags);
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return -1;
+	}
+	if (fh != NULL && fh->nofollow) {
+		ret = glfs_lsetxattr(c->fs, path, name, value, size, flags);
+	} else {
+		ret = glfs_setxattr(c->fs, path, name, value, size, flags);
+	}
+	TALLOC_FREE(path);
+	return ret;
+}
+
+static bool gf2_aio_force(struct vfs_handle_struct *handle,
+			  struct files_struct *fsp)
+{
+	return true;
+}
+
+static ssize_t gf2_pread_recv_fn(struct tevent_req *req,
+				 struct vfs_aio_state *aio_state)
+{
+	return gf2_pread_recv(req, aio_state);
+}
+
+static ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
+				  struct vfs_aio_state *aio_state)
+{
+	return gf2_pwrite_recv(req, aio_state);
+}
+
+static int gf2_fsync_recv_fn(struct tevent_req *req,
+			     struct vfs_aio_state *aio_state)
+{
+	return gf2_fsync_recv(req, aio_state);
+}
+
+static struct vfs_fn_pointers gf2_fns = {
+	/* Disk operations */
+	.connect_fn = gf2_connect,
+	.disconnect_fn = gf2_disconnect,
+	.disk_free_fn = gf2_disk_free,
+	.get_quota_fn = gf2_get_quota,
+	.set_quota_fn = gf2_set_quota,
+	.statvfs_fn = gf2_statvfs,
+	.fs_capabilities_fn = gf2_fs_capabilities,
+	.create_dfs_pathat_fn = vfs_not_implemented_create_dfs_pathat,
+	.read_dfs_pathat_fn = vfs_not_implemented_read_dfs_pathat,
+
+	/* Directory operations */
+	.fdopendir_fn = gf2_fdopendir,
+	.readdir_fn = gf2_readdir,
+	.seekdir_fn = gf2_seekdir,
+	.telldir_fn = gf2_telldir,
+	.rewind_dir_fn = gf2_rewind_dir,
+	.mkdirat_fn = gf2_mkdirat,
+	.closedir_fn = gf2_closedir,
+
+	/* File operations */
+	.openat_fn = gf2_openat,
+	.close_fn = gf2_close,
+	.pread_fn = gf2_pread,
+	.pread_send_fn = gf2_pread_send_fn,
+	.pread_recv_fn = gf2_pread_recv_fn,
+	.pwrite_fn = gf2_pwrite,
+	.pwrite_send_fn = gf2_pwrite_send_fn,
+	.pwrite_recv_fn = gf2_pwrite_recv_fn,
+	.lseek_fn = gf2_lseek,
+	.sendfile_fn = gf2_sendfile,
+	.recvfile_fn = gf2_recvfile,
+	.renameat_fn = gf2_renameat,
+	.fsync_send_fn = gf2_fsync_send_fn,
+	.fsync_recv_fn = gf2_fsync_recv_fn,
+	.stat_fn = gf2_stat,
+	.fstat_fn = gf2_fstat,
+	.fstatat_fn = gf2_fstatat,
+	.lstat_fn = gf2_lstat,
+	.get_alloc_size_fn = gf2_get_alloc_size,
+	.unlinkat_fn = gf2_unlinkat,
+	.fchmod_fn = gf2_fchmod,
+	.fchown_fn = gf2_fchown,
+	.lchown_fn = gf2_lchown,
+	.chdir_fn = gf2_chdir,
+	.getwd_fn = gf2_getwd,
+	.fntimes_fn = gf2_fntimes,
+	.ftruncate_fn = gf2_ftruncate,
+	.fallocate_fn = gf2_fallocate,
+	.lock_fn = gf2_lock,
+	.filesystem_sharemode_fn = gf2_filesystem_sharemode,
+	.fcntl_fn = gf2_fcntl,
+	.linux_setlease_fn = gf2_linux_setlease,
+	.getlock_fn = gf2_getlock,
+	.symlinkat_fn = gf2_symlinkat,
+	.readlinkat_fn = gf2_readlinkat,
+	.linkat_fn = gf2_linkat,
+	.mknodat_fn = gf2_mknodat,
+	.realpath_fn = gf2_realpath,
+	.fchflags_fn = gf2_fchflags,
+	.get_real_filename_at_fn = gf2_get_real_filename_at,
+
+	/*
+	 * POSIX ACLs in xattrs come with the parity work; until then smbd
+	 * builds NT ACLs from the mode bits, and setting an ACL fails with
+	 * ENOSYS (NT_STATUS_NOT_SUPPORTED) rather than touching anything.
+	 */
+	.sys_acl_get_fd_fn = vfs_not_implemented_sys_acl_get_fd,
+	.sys_acl_blob_get_fd_fn = vfs_not_implemented_sys_acl_blob_get_fd,
+	.sys_acl_set_fd_fn = vfs_not_implemented_sys_acl_set_fd,
+	.sys_acl_delete_def_fd_fn = vfs_not_implemented_sys_acl_delete_def_fd,
+
+	/* EA operations */
+	.getxattrat_send_fn = vfs_not_implemented_getxattrat_send,
+	.getxattrat_recv_fn = vfs_not_implemented_getxattrat_recv,
+	.fgetxattr_fn = gf2_fgetxattr,
+	.flistxattr_fn = gf2_flistxattr,
+	.fremovexattr_fn = gf2_fremovexattr,
+	.fsetxattr_fn = gf2_fsetxattr,
+
+	/* aio operations */
+	.aio_force_fn = gf2_aio_force,
+};
+
+static_decl_vfs;
+NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx);
+NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx)
+{
+	return smb_register_vfs(SMB_VFS_INTERFACE_VERSION, GF2_MODULE_NAME,
+				&gf2_fns);
+}
+
+/* The entry point smbd looks for in a shared module. */
+NTSTATUS samba_init_module(TALLOC_CTX *ctx);
+NTSTATUS samba_init_module(TALLOC_CTX *ctx)
+{
+	return vfs_glusterfs2_init(ctx);
+}

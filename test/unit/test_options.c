@@ -1,0 +1,190 @@
+/*
+ * Unit tests for the option parsers (source/gf2_options.c).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gf2_options.h"
+
+static void test_servers_default_port(void **state)
+{
+	struct gf2_volfile_server s[4];
+	char err[GF2_ERRLEN] = "";
+	size_t n = 0;
+
+	assert_int_equal(gf2_parse_volfile_servers("localhost", s, 4, &n,
+						   err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(s[0].transport, "tcp");
+	assert_string_equal(s[0].host, "localhost");
+	assert_int_equal(s[0].port, 0);
+}
+
+static void test_servers_list(void **state)
+{
+	struct gf2_volfile_server s[8];
+	char err[GF2_ERRLEN] = "";
+	char buf[256];
+	size_t n = 0;
+
+	assert_int_equal(gf2_parse_volfile_servers(
+		"tcp+host1:24007, host2 unix+/run/glusterd.socket "
+		"[::1]:24008 rdma+10.0.0.1",
+		s, 8, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(s[0].host, "host1");
+	assert_int_equal(s[0].port, 24007);
+	assert_string_equal(s[1].host, "host2");
+	assert_string_equal(s[2].transport, "unix");
+	assert_string_equal(s[2].host, "/run/glusterd.socket");
+	assert_string_equal(s[3].host, "::1");
+	assert_int_equal(s[3].port, 24008);
+	assert_string_equal(s[4].transport, "rdma");
+
+	gf2_format_volfile_servers(s, n, buf, sizeof(buf));
+	assert_string_equal(buf, "tcp+host1:24007 tcp+host2 "
+			    "unix+/run/glusterd.socket tcp+[::1]:24008 "
+			    "rdma+10.0.0.1");
+}
+
+static void test_servers_bad(void **state)
+{
+	static const char *bad[] = {
+		"", "   ", ",", "host:0", "host:65536", "host:abc", "host:",
+		"foo+host", "unix+relative.sock", "[::1", "[]:1",
+		"::1:24007", "ho st", "h$st", "[::1]x", "tcp+",
+	};
+	struct gf2_volfile_server s[4];
+	char err[GF2_ERRLEN];
+	size_t n = 42;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (strcmp(bad[i], "ho st") == 0) {
+			/* two hosts, both fine */
+			assert_int_equal(gf2_parse_volfile_servers(
+				bad[i], s, 4, &n, err, sizeof(err)), 0);
+			continue;
+		}
+		assert_int_equal(gf2_parse_volfile_servers(bad[i], s, 4, &n,
+							   err, sizeof(err)),
+				 -1);
+		assert_true(strlen(err) > 0);
+		assert_int_equal(n, 0);
+	}
+	assert_int_equal(gf2_parse_volfile_servers(NULL, s, 4, &n, err,
+						   sizeof(err)), -1);
+}
+
+static void test_servers_too_many(void **state)
+{
+	struct gf2_volfile_server s[2];
+	char err[GF2_ERRLEN];
+	size_t n = 0;
+
+	assert_int_equal(gf2_parse_volfile_servers("a b c", s, 2, &n, err,
+						   sizeof(err)), -1);
+	assert_non_null(strstr(err, "too many"));
+}
+
+static void test_volume_names(void **state)
+{
+	char err[GF2_ERRLEN];
+	char longname[300];
+
+	assert_true(gf2_valid_volume_name("gv0", err, sizeof(err)));
+	assert_true(gf2_valid_volume_name("my_vol-1.x", err, sizeof(err)));
+	assert_false(gf2_valid_volume_name("", err, sizeof(err)));
+	assert_false(gf2_valid_volume_name(NULL, err, sizeof(err)));
+	assert_false(gf2_valid_volume_name("-x", err, sizeof(err)));
+	assert_false(gf2_valid_volume_name("a/b", err, sizeof(err)));
+	assert_false(gf2_valid_volume_name("a b", err, sizeof(err)));
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_false(gf2_valid_volume_name(longname, err, sizeof(err)));
+}
+
+static void test_sizes(void **state)
+{
+	char err[GF2_ERRLEN];
+	uint64_t v = 0;
+
+	assert_int_equal(gf2_parse_size("4096", 0, UINT64_MAX, &v, err,
+					sizeof(err)), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(gf2_parse_size("8M", 0, UINT64_MAX, &v, err,
+					sizeof(err)), 0);
+	assert_int_equal(v, 8 << 20);
+	assert_int_equal(gf2_parse_size("2 GiB", 0, UINT64_MAX, &v, err,
+					sizeof(err)), 0);
+	assert_int_equal(v, 2ULL << 30);
+	assert_int_equal(gf2_parse_size("64k", 0, UINT64_MAX, &v, err,
+					sizeof(err)), 0);
+	assert_int_equal(v, 65536);
+
+	assert_int_equal(gf2_parse_size("", 0, 10, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_size("-1", 0, 10, &v, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "negative"));
+	assert_int_equal(gf2_parse_size("abc", 0, 10, &v, err, sizeof(err)),
+			 -1);
+	assert_int_equal(gf2_parse_size("10X", 0, 100, &v, err, sizeof(err)),
+			 -1);
+	assert_int_equal(gf2_parse_size("11", 0, 10, &v, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "out of range"));
+	assert_int_equal(gf2_parse_size("99999999999999999999", 0,
+					UINT64_MAX, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_size("17179869184T", 0, UINT64_MAX, &v,
+					err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_size(NULL, 0, 10, &v, err, sizeof(err)),
+			 -1);
+}
+
+static void test_ints_and_bools(void **state)
+{
+	char err[GF2_ERRLEN];
+	int64_t v = 0;
+	bool b = false;
+
+	assert_int_equal(gf2_parse_int("7", 0, 9, &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(gf2_parse_int(" 3 ", 0, 9, &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 3);
+	assert_int_equal(gf2_parse_int("10", 0, 9, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_int("-1", 0, 9, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_int("x", 0, 9, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_int("5x", 0, 9, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_int("", 0, 9, &v, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_int("99999999999999999999999", 0, 9, &v,
+				       err, sizeof(err)), -1);
+
+	assert_int_equal(gf2_parse_bool("Yes", &b, err, sizeof(err)), 0);
+	assert_true(b);
+	assert_int_equal(gf2_parse_bool("off", &b, err, sizeof(err)), 0);
+	assert_false(b);
+	assert_int_equal(gf2_parse_bool("maybe", &b, err, sizeof(err)), -1);
+	assert_int_equal(gf2_parse_bool("", &b, err, sizeof(err)), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_servers_default_port),
+		cmocka_unit_test(test_servers_list),
+		cmocka_unit_test(test_servers_bad),
+		cmocka_unit_test(test_servers_too_many),
+		cmocka_unit_test(test_volume_names),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_ints_and_bools),
+	};
+
+	cmocka_set_message_output(CM_OUTPUT_STDOUT);
+	return cmocka_run_group_tests_name("options", tests, NULL, NULL);
+}

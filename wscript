@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+# glusterfs2: a Samba VFS module serving GlusterFS volumes over SMB.
+#
+# Built with the waf that ships in the Samba source tree (see ./waf),
+# against the headers of exactly the installed smbd's version.  The module
+# links only libgfapi, talloc, tevent and libc: every Samba symbol it uses
+# stays undefined and unversioned, to be resolved by the smbd that loads it
+# (Debian versions Samba's private symbols with a vendor suffix).
+
+import os
+import re
+import subprocess
+
+from waflib import Errors, Logs, Options, Utils
+
+APPNAME = 'glusterfs2'
+VERSION = '0.1.0'
+
+top = '.'
+out = 'build'
+
+# The VFS interface this code is written for (source3/include/vfs.h).
+SUPPORTED_VFS_INTERFACE = 47
+
+SAMBA_INCLUDES = [
+    'bin/default/include',
+    'include',
+    'source3',
+    'source3/include',
+    'source3/lib',
+    'bin/default/source3',
+    'bin/default/source3/include',
+    'source4',
+    'source4/include',
+    'bin/default/source4',
+    'lib',
+    'lib/replace',
+    'bin/default/lib',
+    '.',
+    'bin/default',
+    'librpc',
+    'bin/default/librpc',
+    'nsswitch',
+]
+
+SAMBA_DEFINES = [
+    '_SAMBA_BUILD_=4',
+    'HAVE_CONFIG_H=1',
+    '_GNU_SOURCE=1',
+    '_XOPEN_SOURCE_EXTENDED=1',
+    '__STDC_WANT_LIB_EXT1__=1',
+    '_REENTRANT',
+]
+
+# Sources without any Samba or gfapi dependency: unit-tested alone.
+CORE_SOURCES = [
+    'source/gf2_options.c',
+]
+
+MODULE_SOURCES = [
+    'source/vfs_glusterfs2.c',
+    'source/gf2_volume.c',
+    'source/gf2_async.c',
+]
+
+UNIT_TESTS = [
+    'test_options',
+]
+
+
+def options(opt):
+    opt.load('compiler_c')
+    grp = opt.add_option_group('glusterfs2 options')
+    grp.add_option('--samba-source', dest='samba_source', default=None,
+                   help='configured Samba source tree of the installed '
+                        'smbd version (default: fetched and prepared by '
+                        'scripts/fetch-samba)')
+    grp.add_option('--modulesdir', dest='modulesdir', default=None,
+                   help='Samba modules directory (default: MODULESDIR '
+                        'from `smbd -b`)')
+    grp.add_option('--sanitize', dest='sanitize', default='',
+                   help='build with sanitizers, e.g. address,undefined')
+    grp.add_option('--debug-build', dest='debug_build', default=False,
+                   action='store_true',
+                   help='-O0 -g3 instead of -O2 -g')
+
+
+def _run(cmd):
+    try:
+        return subprocess.check_output(cmd, stderr=subprocess.STDOUT,
+                                       universal_newlines=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise Errors.ConfigurationError('%s failed: %s' % (' '.join(cmd), e))
+
+
+def _installed_smbd_version():
+    out = _run(['smbd', '-V'])
+    m = re.search(r'Version\s+(\d+\.\d+\.\d+)', out)
+    if m is None:
+        raise Errors.ConfigurationError(
+            'cannot parse the version of smbd from %r' % out.strip())
+    return m.group(1)
+
+
+def _tree_version(tree):
+    vals = {}
+    with open(os.path.join(tree, 'VERSION')) as f:
+        for line in f:
+            m = re.match(r'SAMBA_VERSION_(MAJOR|MINOR|RELEASE)=(\d+)', line)
+            if m:
+                vals[m.group(1)] = m.group(2)
+    return '%s.%s.%s' % (vals.get('MAJOR'), vals.get('MINOR'),
+                         vals.get('RELEASE'))
+
+
+def _tree_vfs_interface(tree):
+    with open(os.path.join(tree, 'source3/include/vfs.h')) as f:
+        for line in f:
+            m = re.match(r'#define SMB_VFS_INTERFACE_VERSION (\d+)', line)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def _modulesdir():
+    out = _run(['smbd', '-b'])
+    m = re.search(r'MODULESDIR:\s*(\S+)', out)
+    if m is None:
+        raise Errors.ConfigurationError(
+            'smbd -b does not print MODULESDIR')
+    return m.group(1)
+
+
+def configure(conf):
+    conf.load('compiler_c')
+
+    if Utils.unversioned_sys_platform() != 'linux':
+        conf.fatal('glusterfs2 builds on Linux only')
+
+    conf.start_msg('Checking for smbd')
+    if conf.find_program('smbd', var='SMBD', mandatory=False) is None:
+        conf.end_msg('not found', color='RED')
+        conf.fatal("smbd not found: install the Debian package 'samba'")
+    smbd_version = _installed_smbd_version()
+    conf.end_msg(smbd_version)
+
+    tree = (Options.options.samba_source or
+            os.environ.get('GLUSTERFS2_SAMBA_TREE'))
+    if not tree:
+        conf.fatal('no Samba source tree: run ./waf configure (the wrapper '
+                   'fetches one) or pass --samba-source=DIR')
+    tree = os.path.abspath(tree)
+    conf.start_msg('Checking the Samba source tree')
+    if not os.path.isfile(os.path.join(tree, 'source3/include/vfs.h')):
+        conf.end_msg('invalid', color='RED')
+        conf.fatal('%s is not a Samba source tree' % tree)
+    tree_version = _tree_version(tree)
+    conf.end_msg('%s (%s)' % (tree, tree_version))
+    if tree_version != smbd_version:
+        conf.fatal('the Samba source tree %s is version %s but the '
+                   'installed smbd is %s: a module must be built against '
+                   'the headers of the smbd that loads it' %
+                   (tree, tree_version, smbd_version))
+
+    conf.start_msg('Checking SMB_VFS_INTERFACE_VERSION')
+    iface = _tree_vfs_interface(tree)
+    conf.end_msg(str(iface))
+    if iface != SUPPORTED_VFS_INTERFACE:
+        conf.fatal('SMB_VFS_INTERFACE_VERSION of %s is %s; glusterfs2 '
+                   'supports %d' % (tree, iface, SUPPORTED_VFS_INTERFACE))
+
+    conf.start_msg('Checking the configured Samba headers')
+    if not os.path.isfile(os.path.join(
+            tree, 'bin/default/include/config.h')):
+        conf.end_msg('missing', color='RED')
+        conf.fatal('%s is not configured (no bin/default/include/config.h):'
+                   ' run scripts/fetch-samba or ./configure there' % tree)
+    if not os.path.isfile(os.path.join(
+            tree, 'bin/default/librpc/gen_ndr/server_id.h')):
+        conf.end_msg('missing', color='RED')
+        conf.fatal('%s has no generated NDR headers: run '
+                   'scripts/gen-ndr-headers %s' % (tree, tree))
+    conf.end_msg('ok')
+
+    conf.env.SAMBA_TREE = tree
+    conf.env.SMBD_VERSION = smbd_version
+    conf.env.MODULESDIR = Options.options.modulesdir or _modulesdir()
+
+    conf.check_cfg(package='glusterfs-api', args='--cflags --libs',
+                   uselib_store='GFAPI', msg='Checking for glusterfs-api',
+                   errmsg="not found: install the Debian package "
+                          "'libglusterfs-dev'")
+    conf.check_cfg(package='talloc', args='--cflags --libs',
+                   uselib_store='TALLOC', msg='Checking for talloc',
+                   errmsg="not found: install 'libtalloc-dev'")
+    conf.check_cfg(package='tevent', args='--cflags --libs',
+                   uselib_store='TEVENT', msg='Checking for tevent',
+                   errmsg="not found: install 'libtevent-dev'")
+    conf.check_cfg(package='cmocka', args='--cflags --libs',
+                   uselib_store='CMOCKA', msg='Checking for cmocka',
+                   errmsg="not found: install 'libcmocka-dev'")
+
+    conf.env.append_value('CFLAGS', ['-std=gnu11', '-fPIC', '-pipe',
+                                     '-Wall', '-Wmissing-prototypes',
+                                     '-Werror=implicit-function-declaration',
+                                     '-Werror=incompatible-pointer-types',
+                                     '-Werror=return-type',
+                                     '-Werror=format'])
+    if Options.options.debug_build:
+        conf.env.append_value('CFLAGS', ['-O0', '-g3'])
+    else:
+        conf.env.append_value('CFLAGS', ['-O2', '-g'])
+    # Only what the module calls: libgfapi, talloc, tevent, libc.
+    conf.env.append_value('LINKFLAGS', ['-Wl,--as-needed'])
+    if Options.options.sanitize:
+        san = '-fsanitize=%s' % Options.options.sanitize
+        conf.env.append_value('CFLAGS', [san, '-fno-omit-frame-pointer'])
+        conf.env.append_value('LINKFLAGS', [san])
+        conf.env.SANITIZE = Options.options.sanitize
+    conf.env.SAMBA_INCLUDES = [os.path.join(tree, d) for d in SAMBA_INCLUDES]
+    conf.env.SAMBA_DEFINES = SAMBA_DEFINES
+
+    conf.check(features='c', msg='Checking that smbd VFS headers compile',
+               fragment='#include "includes.h"\n'
+                        '#include "smbd/smbd.h"\n'
+                        '#include <glusterfs/api/glfs.h>\n'
+                        'int main(void) { return SMB_VFS_INTERFACE_VERSION'
+                        ' == 0; }\n',
+               includes=conf.env.SAMBA_INCLUDES,
+               defines=SAMBA_DEFINES, use='GFAPI TALLOC TEVENT',
+               errmsg='failed (see build/config.log)')
+
+    os.makedirs(conf.bldnode.abspath(), exist_ok=True)
+    with open(os.path.join(conf.bldnode.abspath(), '.samba-source'),
+              'w') as f:
+        f.write(tree + '\n')
+
+
+def _exported_symbols(paths):
+    syms = set()
+    for p in paths:
+        try:
+            out = subprocess.check_output(
+                ['nm', '-D', '--defined-only', p],
+                stderr=subprocess.DEVNULL, universal_newlines=True)
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                syms.add(parts[2].split('@')[0])
+    return syms
+
+
+def _smbd_libraries(smbd):
+    out = subprocess.check_output(['ldd', smbd], universal_newlines=True)
+    libs = [smbd]
+    for line in out.splitlines():
+        m = re.search(r'=>\s*(/\S+)', line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def check_symbols(tsk):
+    """Fail the build if the module needs a symbol that neither the
+    installed smbd (and the libraries it loads) nor the module's own
+    dependencies export: smbd would refuse to load it at tree connect."""
+    so = tsk.inputs[0].abspath()
+    out = subprocess.check_output(['nm', '-D', '--undefined-only', so],
+                                  universal_newlines=True)
+    needed = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == 'U':
+            needed.add(parts[1].split('@')[0])
+        elif len(parts) >= 2 and parts[0] == 'w':
+            continue
+    libs = _smbd_libraries(tsk.env.SMBD[0] if isinstance(
+        tsk.env.SMBD, list) else tsk.env.SMBD)
+    ldd = subprocess.check_output(['ldd', so], universal_newlines=True)
+    for line in ldd.splitlines():
+        m = re.search(r'=>\s*(/\S+)', line)
+        if m:
+            libs.append(m.group(1))
+    missing = sorted(needed - _exported_symbols(libs))
+    if missing:
+        Logs.error('glusterfs2.so needs symbols the installed smbd does not '
+                   'export: %s' % ', '.join(missing))
+        return 1
+    tsk.outputs[0].write('ok\n')
+    return 0
+
+
+def build(bld):
+    bld.env.cshlib_PATTERN = '%s.so'
+
+    bld.stlib(source=CORE_SOURCES, target='gf2core', includes='include',
+              cflags=['-fPIC'])
+
+    bld.shlib(source=MODULE_SOURCES, target='glusterfs2',
+              includes=['include'] + bld.env.SAMBA_INCLUDES,
+              defines=bld.env.SAMBA_DEFINES,
+              use='gf2core GFAPI TALLOC TEVENT',
+              install_path=os.path.join(bld.env.MODULESDIR, 'vfs'),
+              chmod=Utils.O755)
+
+    bld(rule=check_symbols, source='glusterfs2.so',
+        target='glusterfs2.symbols-ok', always=False)
+
+    for t in UNIT_TESTS:
+        bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
+                    includes=['include', 'source'], use='gf2core CMOCKA',
+                    install_path=None)
