@@ -1,0 +1,126 @@
+"""Shared fixtures for the end-to-end tests.
+
+Every test talks to a real smbd through real clients (python3-smbc,
+smbclient) on the local stack brought up by `test/stack up`; the stack's
+interface is `test/stack env`.
+"""
+
+import hashlib
+import os
+import subprocess
+import uuid
+
+import pytest
+import smbc
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def _stack_env():
+    p = subprocess.run([os.path.join(TOP, 'test', 'stack'), 'env'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if p.returncode != 0:
+        pytest.exit('the stack is not up (test/stack up): ' +
+                    p.stderr.strip(), returncode=2)
+    env = {}
+    for line in p.stdout.splitlines():
+        if '=' in line:
+            k, v = line.split('=', 1)
+            env[k] = v.strip().strip('"').strip("'")
+    return env
+
+
+@pytest.fixture(scope='session')
+def stack():
+    return _stack_env()
+
+
+class Smb:
+    """A python3-smbc client bound to one share as one user."""
+
+    def __init__(self, env, share, user=None, password=None):
+        self.env = env
+        self.share = share
+        self.user = user or env['SMB_USER']
+        self.password = password or env['SMB_PASS']
+        self.ctx = smbc.Context(auth_fn=self._auth)
+        self.ctx.optionSet('client min protocol', 'SMB2_02')
+        self.base = 'smb://%s:%s/%s' % (env['SMB_HOST'], env['SMB_PORT'],
+                                         share)
+
+    def _auth(self, server, share, workgroup, username, password):
+        return ('WORKGROUP', self.user, self.password)
+
+    def url(self, path=''):
+        return '%s/%s' % (self.base, path.lstrip('/'))
+
+    def write(self, path, data):
+        f = self.ctx.open(self.url(path), os.O_CREAT | os.O_WRONLY |
+                          os.O_TRUNC, 0o644)
+        view = memoryview(data)
+        off = 0
+        while off < len(data):
+            n = f.write(view[off:off + (1 << 20)])
+            assert n > 0
+            off += n
+        f.close()
+
+    def read(self, path):
+        f = self.ctx.open(self.url(path), os.O_RDONLY)
+        chunks = []
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        f.close()
+        return b''.join(chunks)
+
+    def listdir(self, path=''):
+        d = self.ctx.opendir(self.url(path))
+        return sorted(e.name for e in d.getdents()
+                      if e.name not in ('.', '..'))
+
+    def mkdir(self, path):
+        self.ctx.mkdir(self.url(path), 0o755)
+
+    def rmdir(self, path):
+        self.ctx.rmdir(self.url(path))
+
+    def unlink(self, path):
+        self.ctx.unlink(self.url(path))
+
+    def rename(self, src, dst):
+        self.ctx.rename(self.url(src), self.url(dst))
+
+    def stat(self, path):
+        return self.ctx.stat(self.url(path))
+
+    def close(self):
+        self.ctx = None
+
+
+@pytest.fixture
+def smb(stack):
+    """Factory: smb(share, user=None, password=None) -> Smb."""
+    clients = []
+
+    def make(share, user=None, password=None):
+        c = Smb(stack, share, user, password)
+        clients.append(c)
+        return c
+    yield make
+    for c in clients:
+        c.close()
+
+
+@pytest.fixture
+def tmpname():
+    """A unique name for a test's files in the share root."""
+    return 'pytest-%s' % uuid.uuid4().hex[:12]
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
