@@ -8,28 +8,99 @@
  * call on it: then the teardown waits for the last completion
  * (gf2_volume_io_end), because glfs_fini with calls in flight would free
  * what their callbacks are about to touch.
+ *
+ * glfs_fini of GlusterFS 10 takes about ten seconds (it waits on its own
+ * timer and sweeper threads).  Run in smbd's main loop it would hold every
+ * tree disconnect for that long, so it runs in a detached reaper thread;
+ * the instance is already unlinked and nothing else refers to it.  An
+ * atexit handler waits (bounded) for reapers still running, so that the
+ * process does not exit under a half-finished glfs_fini.
  */
 
 #include "includes.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_private.h"
 
+#include <pthread.h>
+
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
 static struct gf2_volume *gf2_volumes;
 
+/* Reaper threads still inside glfs_fini, guarded by gf2_reap_lock. */
+static pthread_mutex_t gf2_reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gf2_reap_cond = PTHREAD_COND_INITIALIZER;
+static unsigned gf2_reaping;
+static bool gf2_reap_atexit;
+
+#define GF2_REAP_EXIT_WAIT_SECS 20
+
+static void *gf2_reaper(void *arg)
+{
+	glfs_t *fs = arg;
+
+	glfs_fini(fs);
+
+	pthread_mutex_lock(&gf2_reap_lock);
+	gf2_reaping -= 1;
+	pthread_cond_broadcast(&gf2_reap_cond);
+	pthread_mutex_unlock(&gf2_reap_lock);
+	return NULL;
+}
+
+static void gf2_reap_wait(void)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += GF2_REAP_EXIT_WAIT_SECS;
+
+	pthread_mutex_lock(&gf2_reap_lock);
+	while (gf2_reaping > 0) {
+		int ret = pthread_cond_timedwait(&gf2_reap_cond,
+						 &gf2_reap_lock, &deadline);
+		if (ret == ETIMEDOUT) {
+			break;
+		}
+	}
+	pthread_mutex_unlock(&gf2_reap_lock);
+}
+
 static void gf2_volume_destroy(struct gf2_volume *vol)
 {
+	pthread_attr_t attr;
+	pthread_t tid;
 	int ret;
 
 	DLIST_REMOVE(gf2_volumes, vol);
 	DBG_NOTICE("releasing volume %s\n", vol->volname);
-	ret = glfs_fini(vol->fs);
-	if (ret != 0) {
-		DBG_WARNING("glfs_fini(%s) failed: %s\n", vol->volname,
-			    strerror(errno));
+
+	if (!gf2_reap_atexit) {
+		gf2_reap_atexit = (atexit(gf2_reap_wait) == 0);
 	}
+
+	pthread_mutex_lock(&gf2_reap_lock);
+	gf2_reaping += 1;
+	pthread_mutex_unlock(&gf2_reap_lock);
+
+	ret = pthread_attr_init(&attr);
+	if (ret == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&tid, &attr, gf2_reaper, vol->fs);
+		pthread_attr_destroy(&attr);
+	}
+	if (ret != 0) {
+		/* No thread: release it here, slowly but surely. */
+		pthread_mutex_lock(&gf2_reap_lock);
+		gf2_reaping -= 1;
+		pthread_mutex_unlock(&gf2_reap_lock);
+		if (glfs_fini(vol->fs) != 0) {
+			DBG_WARNING("glfs_fini(%s) failed: %s\n",
+				    vol->volname, strerror(errno));
+		}
+	}
+	vol->fs = NULL;
 	TALLOC_FREE(vol);
 }
 
