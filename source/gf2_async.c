@@ -16,7 +16,7 @@
  * Ownership (who frees what):
  *
  *   tevent_req --owns--> state --points to--> gf2_io (talloc NULL ctx)
- *                                              |-- im  (tevent immediate)
+ *                                              |-- im  (one per call)
  *                                              '-- buf (read bounce buffer)
  *
  *   - While no call is in flight the state owns the gf2_io: the state's
@@ -146,8 +146,7 @@ static struct gf2_io *gf2_io_new(struct tevent_req *req,
 		return NULL;
 	}
 	io->tctx = gf2_get_tctx(ev);
-	io->im = tevent_create_immediate(io);
-	if (io->tctx == NULL || io->im == NULL) {
+	if (io->tctx == NULL) {
 		TALLOC_FREE(io);
 		return NULL;
 	}
@@ -166,6 +165,17 @@ static int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 {
 	struct gf2_fh *fh = io->fh;
 	int ret;
+
+	/*
+	 * A fresh immediate for every call: a continuation is submitted
+	 * from inside the previous completion's handler, while tevent still
+	 * marks that immediate busy, and Gluster may answer before the
+	 * handler returns.  The old one stays a child of io until io goes.
+	 */
+	io->im = tevent_create_immediate(io);
+	if (io->im == NULL) {
+		return ENOMEM;
+	}
 
 	fh->inflight += 1;
 	gf2_volume_io_begin(fh->vol);

@@ -46,7 +46,6 @@ class Smb:
         self.user = user or env['SMB_USER']
         self.password = password or env['SMB_PASS']
         self.ctx = smbc.Context(auth_fn=self._auth)
-        self.ctx.optionSet('client min protocol', 'SMB2_02')
         self.base = 'smb://%s:%s/%s' % (env['SMB_HOST'], env['SMB_PORT'],
                                          share)
 

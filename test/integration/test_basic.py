@@ -5,6 +5,7 @@ import hashlib
 import os
 import pwd
 import subprocess
+import time
 
 import pytest
 import smbc
@@ -132,6 +133,11 @@ def test_1gib_roundtrip_smbclient(stack, tmp_path, tmpname):
     assert _file_sha(fuse_copy) == digest
     p = _smbclient(stack, 'glusterfs2', 'del %s.bin' % tmpname)
     assert p.returncode == 0, p.stdout
+    # the FUSE client may serve its cached entry for entry-timeout (1 s)
+    for _ in range(50):
+        if not os.path.exists(fuse_copy):
+            break
+        time.sleep(0.1)
     assert not os.path.exists(fuse_copy)
 
 
@@ -176,7 +182,7 @@ def test_owner_of_created_file(stack, smb, tmpname):
     c.unlink(tmpname)
 
     c2 = smb('glusterfs2', stack['SMB_USER2'], stack['SMB_PASS2'])
-    c2.write(tmpname, b'y')
-    st = os.stat(os.path.join(stack['FUSE_MOUNT'], tmpname))
+    c2.write(tmpname + '-2', b'y')
+    st = os.stat(os.path.join(stack['FUSE_MOUNT'], tmpname + '-2'))
     assert st.st_uid == pwd.getpwnam(stack['SMB_USER2']).pw_uid
-    c2.unlink(tmpname)
+    c2.unlink(tmpname + '-2')
