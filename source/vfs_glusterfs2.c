@@ -1488,10 +1488,15 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 	return ret;
 }
 
+/*
+ * No forcing: with smbd's default "aio read size = 1" every non-empty read
+ * and write is already asynchronous, and a forced zero-length read would
+ * make smbd allocate an empty buffer and fail with NT_STATUS_NO_MEMORY.
+ */
 static bool gf2_aio_force(struct vfs_handle_struct *handle,
 			  struct files_struct *fsp)
 {
-	return true;
+	return false;
 }
 
 static ssize_t gf2_pread_recv_fn(struct tevent_req *req,

@@ -1,0 +1,101 @@
+"""Bad volumes, unreachable servers and bad options fail the tree connect
+with one log line naming what is wrong; smbd keeps serving its other
+shares; a volume that appears later is served on the next connect."""
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import smbc
+
+from conftest import Smb
+
+
+def _log_lines(stack, needle):
+    hits = []
+    for path in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*')):
+        with open(path, errors='replace') as f:
+            hits += [line.strip() for line in f if needle in line]
+    return hits
+
+
+def _connect_fails(stack, share):
+    """smbd refuses a tree connect whose VFS connect fails with
+    NT_STATUS_UNSUCCESSFUL (libsmbclient: EINVAL)."""
+    p = subprocess.run(
+        ['smbclient', '-p', stack['SMB_PORT'],
+         '//%s/%s' % (stack['SMB_HOST'], share),
+         '-U', '%s%%%s' % (stack['SMB_USER'], stack['SMB_PASS']),
+         '-c', 'ls'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=120)
+    assert p.returncode != 0
+    assert 'tree connect failed: NT_STATUS_UNSUCCESSFUL' in p.stdout, \
+        p.stdout
+    c = Smb(stack, share)
+    with pytest.raises(ValueError):
+        c.listdir('')
+
+
+def test_unknown_volume_then_created(stack, tmp_path):
+    _connect_fails(stack, 'gf2-novolume')
+    assert any('volume gf2late unavailable from volfile servers' in line
+               for line in _log_lines(stack, 'gf2late')), \
+        'no log line naming volume and servers'
+
+    # the other shares keep working
+    assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)
+
+    # the volume appears: the next connect succeeds
+    brick = os.path.join(stack['STACK_DIR'], 'bricks', 'gf2late', 'b1')
+    shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+    os.makedirs(brick)
+    host = socket.gethostname()
+    g = ['gluster', '--mode=script']
+    try:
+        subprocess.run(g + ['volume', 'create', 'gf2late',
+                            '%s:%s' % (host, brick), 'force'], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'set', 'gf2late',
+                            'server.allow-insecure', 'on'], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'start', 'gf2late'], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.chmod(brick, 0o1777)
+        deadline = time.time() + 30
+        while True:
+            try:
+                c = Smb(stack, 'gf2-novolume')
+                c.write('late.txt', b'late')
+                assert c.read('late.txt') == b'late'
+                c.unlink('late.txt')
+                break
+            except ValueError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(1)
+    finally:
+        subprocess.run(g + ['volume', 'stop', 'gf2late', 'force'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'delete', 'gf2late'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+
+
+def test_unreachable_server(stack):
+    t0 = time.time()
+    _connect_fails(stack, 'gf2-noserver')
+    assert time.time() - t0 < 30
+    assert any('unavailable from volfile servers tcp+127.0.0.1:9' in line
+               for line in _log_lines(stack, '127.0.0.1:9'))
+    assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)
+
+
+def test_bad_volfile_server_option(stack):
+    _connect_fails(stack, 'gf2-badoption')
+    assert any("unknown transport 'foo'" in line
+               for line in _log_lines(stack, 'gf2-badoption'))
+    assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)
