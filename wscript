@@ -55,6 +55,7 @@ SAMBA_DEFINES = [
 # Sources without any Samba or gfapi dependency: unit-tested alone.
 CORE_SOURCES = [
     'source/gf2_options.c',
+    'source/gf2_readahead.c',
 ]
 
 MODULE_SOURCES = [
@@ -65,6 +66,7 @@ MODULE_SOURCES = [
 
 UNIT_TESTS = [
     'test_options',
+    'test_readahead',
 ]
 
 
