@@ -69,6 +69,12 @@ UNIT_TESTS = [
     'test_readahead',
 ]
 
+# Load generators of the benchmark suite (test/bench/run); not installed.
+BENCH_PROGRAMS = {
+    'smbload': 'SMBCLIENT',
+    'patfile': '',
+}
+
 
 def options(opt):
     opt.load('compiler_c')
@@ -201,6 +207,9 @@ def configure(conf):
     conf.check_cfg(package='cmocka', args='--cflags --libs',
                    uselib_store='CMOCKA', msg='Checking for cmocka',
                    errmsg="not found: install 'libcmocka-dev'")
+    conf.check_cfg(package='smbclient', args='--cflags --libs',
+                   uselib_store='SMBCLIENT', msg='Checking for smbclient',
+                   mandatory=False)
 
     conf.env.append_value('CFLAGS', ['-std=gnu11', '-fPIC', '-pipe',
                                      '-Wall', '-Wmissing-prototypes',
@@ -314,3 +323,19 @@ def build(bld):
         bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
                     includes=['include', 'source'], use='gf2core CMOCKA',
                     install_path=None)
+
+    if not bld.env.LIB_SMBCLIENT:
+        # trees configured before the benchmarks existed: ask pkg-config
+        try:
+            bld.env.INCLUDES_SMBCLIENT = [f[2:] for f in subprocess.check_output(
+                ['pkg-config', '--cflags-only-I', 'smbclient'],
+                universal_newlines=True).split()]
+            bld.env.LIB_SMBCLIENT = ['smbclient']
+        except (OSError, subprocess.CalledProcessError):
+            Logs.warn('pkg-config smbclient failed: install libsmbclient-dev '
+                      'to build the benchmark load generators')
+    for t, uses in sorted(BENCH_PROGRAMS.items()):
+        if 'SMBCLIENT' in uses and not bld.env.LIB_SMBCLIENT:
+            continue
+        bld.program(source=['test/bench/%s.c' % t], target='test/bench/%s' % t,
+                    includes=['test/bench'], use=uses, install_path=None)
