@@ -44,11 +44,14 @@ void gf2_volume_put(struct gf2_volume *vol);
 void gf2_volume_io_begin(struct gf2_volume *vol);
 void gf2_volume_io_end(struct gf2_volume *vol);
 
+struct gf2_pf_config;
+
 /* Per tree connect, stored with SMB_VFS_HANDLE_SET_DATA. */
 struct gf2_conn {
 	struct gf2_volume *vol;
 	glfs_t *fs;
 	char *cwd;		/* absolute path inside the volume */
+	struct gf2_pf_config *pf;	/* prefetch options of the share */
 };
 
 /*
@@ -59,8 +62,11 @@ struct gf2_conn {
  * The handle is its own talloc object: a close that comes while Gluster
  * owns an asynchronous call on it is finished by that call's completion.
  */
+struct gf2_pf_file;
+
 struct gf2_fh {
 	glfs_fd_t *fd;
+	struct gf2_pf_file *pf;	/* prefetch state of the file, lazily */
 	struct gf2_volume *vol;
 	unsigned inflight;	/* asynchronous calls Gluster owns */
 	bool closing;		/* closed by smbd, calls still in flight */
@@ -69,6 +75,40 @@ struct gf2_fh {
 };
 
 int gf2_fh_close(struct gf2_fh *fh);
+
+enum gf2_io_op {
+	GF2_IO_READ,
+	GF2_IO_WRITE,
+	GF2_IO_FSYNC,
+};
+
+/*
+ * One gfapi call in flight (see the ownership notes in gf2_async.c).
+ * done_fn runs in smbd's main loop once Gluster has answered.
+ */
+struct gf2_io {
+	struct gf2_fh *fh;
+	struct tevent_threaded_context *tctx;
+	struct tevent_immediate *im;
+	enum gf2_io_op op;
+	bool in_flight;
+	uint8_t *buf;			/* read buffer, owned by the io */
+	size_t buflen;
+	void (*done_fn)(struct gf2_io *io);
+	void *private_data;		/* owner; NULL once orphaned */
+	struct gf2_pf_file *wpf;	/* orphaned write: file to release */
+	/* Written by Gluster's thread before it schedules im. */
+	ssize_t ret;
+	int err;
+};
+
+struct gf2_io *gf2_io_new(struct tevent_context *ev,
+			  struct gf2_fh *fh,
+			  enum gf2_io_op op,
+			  void (*done_fn)(struct gf2_io *io),
+			  void *private_data);
+int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
+		  off_t offset);
 
 struct vfs_aio_state;
 
@@ -80,9 +120,15 @@ struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
 ssize_t gf2_pread_recv(struct tevent_req *req,
 		       struct vfs_aio_state *aio_state);
 
+/*
+ * pf (may be NULL): the file's prefetch state; its overlapping data is
+ * dropped before the write is sent, and prefetching pauses until the
+ * write is done.
+ */
 struct tevent_req *gf2_pwrite_send(TALLOC_CTX *mem_ctx,
 				   struct tevent_context *ev,
 				   struct gf2_fh *fh,
+				   struct gf2_pf_file *pf,
 				   const void *data, size_t n, off_t offset);
 ssize_t gf2_pwrite_recv(struct tevent_req *req,
 			struct vfs_aio_state *aio_state);
@@ -92,5 +138,49 @@ struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
 				  struct gf2_fh *fh);
 int gf2_fsync_recv(struct tevent_req *req,
 		   struct vfs_aio_state *aio_state);
+
+/* Prefetch (gf2_prefetch.c). */
+#include "gf2_readahead.h"
+
+struct file_id;
+
+struct gf2_pf_config {
+	bool enabled;
+	bool strict;		/* serve only under a read lease/oplock */
+	uint64_t max_memory;	/* per smbd process */
+	uint64_t max_age_ms;
+	struct gf2_ra_config ra;
+};
+
+/* Per smbd process. */
+struct gf2_pf_stats {
+	uint64_t used;		/* bytes held, in flight or ready */
+	uint64_t issued;	/* bytes asked from Gluster */
+	uint64_t completed;	/* bytes that arrived */
+	uint64_t served;	/* bytes served to reads from memory */
+	uint64_t wasted;	/* bytes dropped unread */
+	uint64_t expired;	/* bytes dropped for age */
+	uint64_t invalidated;	/* bytes dropped for writes */
+	uint64_t hits;		/* reads served at once from memory */
+	uint64_t waits;		/* reads that waited for a prefetch */
+	uint64_t misses;	/* reads sent to Gluster directly */
+};
+
+extern struct gf2_pf_stats gf2_pf_stats;
+
+void gf2_pf_set_cap(uint64_t cap);
+struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id);
+void gf2_pf_file_put(struct gf2_pf_file *pf);
+void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
+void gf2_pf_write_begin(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
+void gf2_pf_write_end(struct gf2_pf_file *pf);
+struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
+				    struct tevent_context *ev,
+				    struct gf2_fh *fh,
+				    const struct gf2_pf_config *cfg,
+				    void *data, size_t n, off_t offset,
+				    uint64_t file_size);
+ssize_t gf2_pf_read_recv(struct tevent_req *req,
+			 struct vfs_aio_state *aio_state);
 
 #endif /* GF2_PRIVATE_H */

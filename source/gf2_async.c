@@ -91,26 +91,6 @@ static struct tevent_threaded_context *gf2_get_tctx(
 	return t->tctx;
 }
 
-enum gf2_io_op {
-	GF2_IO_READ,
-	GF2_IO_WRITE,
-	GF2_IO_FSYNC,
-};
-
-struct gf2_io {
-	struct tevent_req *req;		/* NULL once orphaned */
-	struct gf2_fh *fh;
-	struct tevent_threaded_context *tctx;
-	struct tevent_immediate *im;
-	enum gf2_io_op op;
-	bool in_flight;
-	uint8_t *buf;			/* read bounce buffer */
-	size_t buflen;
-	/* Written by Gluster's thread before it schedules im. */
-	ssize_t ret;
-	int err;
-};
-
 static void gf2_io_done(struct tevent_context *ev,
 			struct tevent_immediate *im,
 			void *private_data);
@@ -134,10 +114,11 @@ static void gf2_io_cbk(glfs_fd_t *fd, ssize_t ret,
 	tevent_threaded_schedule_immediate(io->tctx, io->im, gf2_io_done, io);
 }
 
-static struct gf2_io *gf2_io_new(struct tevent_req *req,
-				 struct tevent_context *ev,
-				 struct gf2_fh *fh,
-				 enum gf2_io_op op)
+struct gf2_io *gf2_io_new(struct tevent_context *ev,
+			  struct gf2_fh *fh,
+			  enum gf2_io_op op,
+			  void (*done_fn)(struct gf2_io *io),
+			  void *private_data)
 {
 	struct gf2_io *io = NULL;
 
@@ -150,9 +131,10 @@ static struct gf2_io *gf2_io_new(struct tevent_req *req,
 		TALLOC_FREE(io);
 		return NULL;
 	}
-	io->req = req;
 	io->fh = fh;
 	io->op = op;
+	io->done_fn = done_fn;
+	io->private_data = private_data;
 	return io;
 }
 
@@ -160,8 +142,8 @@ static struct gf2_io *gf2_io_new(struct tevent_req *req,
  * Submit one gfapi call for io.  Returns 0, or an errno if gfapi refused
  * the call (then nothing is in flight).
  */
-static int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
-			 off_t offset)
+int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
+		  off_t offset)
 {
 	struct gf2_fh *fh = io->fh;
 	int ret;
@@ -238,22 +220,38 @@ struct gf2_rw_state {
 	struct timespec start;
 	struct vfs_aio_state aio_state;
 	ssize_t ret;
+	struct gf2_pf_file *wpf;	/* write: file whose prefetch waits */
 	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
 };
+
+static void gf2_rw_write_end(struct gf2_pf_file **ppf)
+{
+	if (*ppf != NULL) {
+		gf2_pf_write_end(*ppf);
+		*ppf = NULL;
+	}
+}
 
 static int gf2_rw_state_destructor(struct gf2_rw_state *state)
 {
 	struct gf2_io *io = state->io;
 
 	if (io == NULL) {
+		gf2_rw_write_end(&state->wpf);
 		return 0;
 	}
 	state->io = NULL;
 	if (io->in_flight) {
-		/* Orphan: gf2_io_done frees it when Gluster answers. */
-		io->req = NULL;
+		/*
+		 * Orphan: gf2_rw_io_done frees it when Gluster answers, and
+		 * lets the file prefetch again then.
+		 */
+		io->private_data = NULL;
+		io->wpf = state->wpf;
+		state->wpf = NULL;
 		return 0;
 	}
+	gf2_rw_write_end(&state->wpf);
 	TALLOC_FREE(io);
 	return 0;
 }
@@ -267,6 +265,7 @@ static void gf2_rw_finish(struct tevent_req *req, int err)
 	clock_gettime_mono(&end);
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	gf2_rw_write_end(&state->wpf);
 	if (err != 0) {
 		state->aio_state.error = err;
 		state->ret = -1;
@@ -296,20 +295,28 @@ static void gf2_rw_next(struct tevent_req *req)
 }
 
 /*
- * Main-loop half of a completion.
+ * Main-loop half of a completion: account for it, then hand it to the
+ * owner's completion function.
  */
 static void gf2_io_done(struct tevent_context *ev,
 			struct tevent_immediate *im,
 			void *private_data)
 {
 	struct gf2_io *io = private_data;
-	struct tevent_req *req = io->req;
-	struct gf2_rw_state *state = NULL;
 
 	gf2_io_release(io);
+	io->done_fn(io);
+}
+
+/* Completion of a read, write or fsync request. */
+static void gf2_rw_io_done(struct gf2_io *io)
+{
+	struct tevent_req *req = io->private_data;
+	struct gf2_rw_state *state = NULL;
 
 	if (req == NULL) {
 		/* The request went away while Gluster held the call. */
+		gf2_rw_write_end(&io->wpf);
 		TALLOC_FREE(io);
 		return;
 	}
@@ -358,6 +365,7 @@ static void gf2_io_done(struct tevent_context *ev,
 static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 				      struct tevent_context *ev,
 				      struct gf2_fh *fh,
+				      struct gf2_pf_file *wpf,
 				      enum gf2_io_op op,
 				      uint8_t *rdata, const uint8_t *wdata,
 				      size_t n, off_t offset)
@@ -376,6 +384,11 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	state->n = n;
 	state->offset = offset;
 	talloc_set_destructor(state, gf2_rw_state_destructor);
+	if (wpf != NULL) {
+		/* Drop overlapping prefetched data before the write goes. */
+		gf2_pf_write_begin(wpf, offset, n);
+		state->wpf = wpf;
+	}
 
 	switch (op) {
 	case GF2_IO_READ:
@@ -409,7 +422,7 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 		}
 	}
 
-	state->io = gf2_io_new(req, ev, fh, op);
+	state->io = gf2_io_new(ev, fh, op, gf2_rw_io_done, req);
 	if (tevent_req_nomem(state->io, req)) {
 		return tevent_req_post(req, ev);
 	}
@@ -460,7 +473,7 @@ struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
 				  struct gf2_fh *fh,
 				  void *data, size_t n, off_t offset)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
+	return gf2_rw_send(mem_ctx, ev, fh, NULL, GF2_IO_READ, data, NULL, n,
 			   offset);
 }
 
@@ -473,9 +486,10 @@ ssize_t gf2_pread_recv(struct tevent_req *req,
 struct tevent_req *gf2_pwrite_send(TALLOC_CTX *mem_ctx,
 				   struct tevent_context *ev,
 				   struct gf2_fh *fh,
+				   struct gf2_pf_file *pf,
 				   const void *data, size_t n, off_t offset)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_WRITE, NULL, data, n,
+	return gf2_rw_send(mem_ctx, ev, fh, pf, GF2_IO_WRITE, NULL, data, n,
 			   offset);
 }
 
@@ -489,7 +503,8 @@ struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
 				  struct tevent_context *ev,
 				  struct gf2_fh *fh)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_FSYNC, NULL, NULL, 0, 0);
+	return gf2_rw_send(mem_ctx, ev, fh, NULL, GF2_IO_FSYNC, NULL, NULL, 0,
+			   0);
 }
 
 int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)
@@ -511,6 +526,10 @@ int gf2_fh_close(struct gf2_fh *fh)
 	if (fh->inflight > 0) {
 		fh->closing = true;
 		return 0;
+	}
+	if (fh->pf != NULL) {
+		gf2_pf_file_put(fh->pf);
+		fh->pf = NULL;
 	}
 	if (fh->fd != NULL) {
 		ret = glfs_close(fh->fd);

@@ -176,6 +176,39 @@ static void gf2_stat_ex(struct vfs_handle_struct *handle,
 	dst->st_ex_blksize = GF2_BLKSIZE;
 }
 
+/* The handle holds a read-caching oplock or lease. */
+static bool gf2_read_caching(const struct files_struct *fsp)
+{
+	switch (fsp->oplock_type) {
+	case EXCLUSIVE_OPLOCK:
+	case BATCH_OPLOCK:
+	case LEVEL_II_OPLOCK:
+		return true;
+	case LEASE_OPLOCK:
+		return fsp->lease != NULL &&
+		       (fsp->lease->lease.lease_state & SMB2_LEASE_READ);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The prefetch state of the file behind fsp, shared by all its handles in
+ * this process; NULL when prefetch is off for the share.
+ */
+static struct gf2_pf_file *gf2_fh_pf(struct gf2_conn *c,
+				     const struct files_struct *fsp,
+				     struct gf2_fh *fh)
+{
+	if (fh == NULL || fh->fd == NULL || !c->pf->enabled) {
+		return NULL;
+	}
+	if (fh->pf == NULL) {
+		fh->pf = gf2_pf_file_get(&fsp->file_id);
+	}
+	return fh->pf;
+}
+
 /*
  * Options.  Each is read and validated once per tree connect; a bad value
  * is logged with the share and option name, and either replaced by the
@@ -198,6 +231,122 @@ static int gf2_option_loglevel(int snum, const char *service)
 		return GF2_DEFAULT_LOGLEVEL;
 	}
 	return (int)v;
+}
+
+/*
+ * Prefetch options, spelled as smb.conf spells its own ("glusterfs2:
+ * prefetch max memory = 64M").  Every bad value is logged with the share,
+ * the option and the reason, and the default is used.
+ */
+#define GF2_PF_DEFAULT_INIT (256 * 1024ULL)
+#define GF2_PF_DEFAULT_MAX (8 * 1024 * 1024ULL)
+#define GF2_PF_DEFAULT_MEMORY (64 * 1024 * 1024ULL)
+#define GF2_PF_DEFAULT_AGE_MS 250
+#define GF2_PF_DEFAULT_STREAMS 4
+
+static uint64_t gf2_opt_size(int snum, const char *service, const char *name,
+			     uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *s = lp_parm_const_string(snum, GF2_MODULE_NAME, name,
+					     NULL);
+	char err[GF2_ERRLEN];
+	uint64_t v;
+
+	if (s == NULL) {
+		return def;
+	}
+	if (gf2_parse_size(s, min, max, &v, err, sizeof(err)) != 0) {
+		DBG_ERR("share [%s]: glusterfs2:%s = '%s': %s; using %" PRIu64
+			"\n", service, name, s, err, def);
+		return def;
+	}
+	return v;
+}
+
+static int64_t gf2_opt_int(int snum, const char *service, const char *name,
+			   int64_t def, int64_t min, int64_t max)
+{
+	const char *s = lp_parm_const_string(snum, GF2_MODULE_NAME, name,
+					     NULL);
+	char err[GF2_ERRLEN];
+	int64_t v;
+
+	if (s == NULL) {
+		return def;
+	}
+	if (gf2_parse_int(s, min, max, &v, err, sizeof(err)) != 0) {
+		DBG_ERR("share [%s]: glusterfs2:%s = '%s': %s; using %" PRId64
+			"\n", service, name, s, err, def);
+		return def;
+	}
+	return v;
+}
+
+static bool gf2_opt_bool(int snum, const char *service, const char *name,
+			 bool def)
+{
+	const char *s = lp_parm_const_string(snum, GF2_MODULE_NAME, name,
+					     NULL);
+	char err[GF2_ERRLEN];
+	bool v;
+
+	if (s == NULL) {
+		return def;
+	}
+	if (gf2_parse_bool(s, &v, err, sizeof(err)) != 0) {
+		DBG_ERR("share [%s]: glusterfs2:%s = '%s': %s; using %s\n",
+			service, name, s, err, def ? "yes" : "no");
+		return def;
+	}
+	return v;
+}
+
+static void gf2_load_prefetch_config(int snum, const char *service,
+				     struct gf2_pf_config *pf)
+{
+	const char *mode = NULL;
+
+	pf->enabled = gf2_opt_bool(snum, service, "prefetch", true);
+	pf->ra.init_window = gf2_opt_size(snum, service,
+					  "prefetch initial window",
+					  GF2_PF_DEFAULT_INIT, 4096,
+					  256ULL << 20);
+	pf->ra.max_window = gf2_opt_size(snum, service,
+					 "prefetch max window",
+					 GF2_PF_DEFAULT_MAX, 64 * 1024,
+					 256ULL << 20);
+	if (pf->ra.init_window > pf->ra.max_window) {
+		DBG_ERR("share [%s]: glusterfs2:prefetch initial window is "
+			"larger than glusterfs2:prefetch max window; using "
+			"the max window for both\n", service);
+		pf->ra.init_window = pf->ra.max_window;
+	}
+	pf->ra.min_window = MIN(64 * 1024, pf->ra.init_window);
+	pf->ra.streams = gf2_opt_int(snum, service, "prefetch streams",
+				     GF2_PF_DEFAULT_STREAMS, 1,
+				     GF2_RA_MAX_STREAMS);
+	pf->max_memory = gf2_opt_size(snum, service, "prefetch max memory",
+				      GF2_PF_DEFAULT_MEMORY, 1ULL << 20,
+				      16ULL << 30);
+	pf->max_age_ms = gf2_opt_int(snum, service, "prefetch max age",
+				     GF2_PF_DEFAULT_AGE_MS, 1, 3600 * 1000);
+
+	mode = lp_parm_const_string(snum, GF2_MODULE_NAME,
+				    "prefetch coherence", NULL);
+	if (mode == NULL || strequal(mode, "age")) {
+		pf->strict = false;
+	} else if (strequal(mode, "strict")) {
+		pf->strict = true;
+	} else {
+		DBG_ERR("share [%s]: glusterfs2:prefetch coherence = '%s': "
+			"unknown mode (age or strict); using age\n",
+			service, mode);
+		pf->strict = false;
+	}
+	gf2_ra_config_sanitize(&pf->ra);
+	if (pf->enabled) {
+		gf2_pf_set_cap(pf->max_memory);
+	}
 }
 
 static int gf2_connect(struct vfs_handle_struct *handle,
@@ -272,7 +421,8 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	c->cwd = talloc_strdup(c, "/");
-	if (c->cwd == NULL) {
+	c->pf = talloc_zero(c, struct gf2_pf_config);
+	if (c->cwd == NULL || c->pf == NULL) {
 		TALLOC_FREE(c);
 		TALLOC_FREE(frame);
 		errno = ENOMEM;
@@ -290,6 +440,7 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	c->fs = c->vol->fs;
+	gf2_load_prefetch_config(snum, service, c->pf);
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
 				{
@@ -721,14 +872,22 @@ static ssize_t gf2_pwrite(struct vfs_handle_struct *handle,
 			  off_t offset)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
 	ssize_t ret;
 
 	if (fd == NULL) {
 		return -1;
 	}
+	pf = gf2_fh_pf(gf2_conn_of(handle), fsp, gf2_fh_of(handle, fsp));
+	if (pf != NULL) {
+		gf2_pf_write_begin(pf, offset, n);
+	}
 	START_PROFILE_BYTES(syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
 	END_PROFILE_BYTES(syscall_pwrite);
+	if (pf != NULL) {
+		gf2_pf_write_end(pf);
+	}
 	return ret;
 }
 
@@ -739,8 +898,18 @@ static struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 					    void *data, size_t n,
 					    off_t offset)
 {
-	return gf2_pread_send(mem_ctx, ev, gf2_fh_of(handle, fsp), data, n,
-			      offset);
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+
+	if (fh != NULL && c->pf->enabled &&
+	    (!c->pf->strict || gf2_read_caching(fsp))) {
+		gf2_fh_pf(c, fsp, fh);
+	} else if (fh != NULL && fh->pf != NULL && c->pf->strict) {
+		/* lost the lease: nothing prefetched may be served now */
+		gf2_pf_invalidate(fh->pf, 0, 0);
+	}
+	return gf2_pf_read_send(mem_ctx, ev, fh, c->pf, data, n, offset,
+				fsp->fsp_name->st.st_ex_size);
 }
 
 static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
@@ -750,8 +919,11 @@ static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 					     const void *data, size_t n,
 					     off_t offset)
 {
-	return gf2_pwrite_send(mem_ctx, ev, gf2_fh_of(handle, fsp), data, n,
-			       offset);
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+
+	return gf2_pwrite_send(mem_ctx, ev, fh, gf2_fh_pf(c, fsp, fh), data,
+			       n, offset);
 }
 
 static struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
@@ -1084,14 +1256,22 @@ static int gf2_ftruncate(struct vfs_handle_struct *handle,
 			 files_struct *fsp, off_t len)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
 	int ret;
 
 	if (fd == NULL) {
 		return -1;
 	}
+	pf = gf2_fh_pf(gf2_conn_of(handle), fsp, gf2_fh_of(handle, fsp));
+	if (pf != NULL) {
+		gf2_pf_write_begin(pf, 0, 0);
+	}
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	END_PROFILE(syscall_ftruncate);
+	if (pf != NULL) {
+		gf2_pf_write_end(pf);
+	}
 	return ret;
 }
 
@@ -1100,6 +1280,7 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 			 off_t offset, off_t len)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
 	int keep_size = mode & VFS_FALLOCATE_FL_KEEP_SIZE;
 	int punch_hole = mode & VFS_FALLOCATE_FL_PUNCH_HOLE;
 	int ret;
@@ -1112,6 +1293,10 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
+	pf = gf2_fh_pf(gf2_conn_of(handle), fsp, gf2_fh_of(handle, fsp));
+	if (pf != NULL) {
+		gf2_pf_write_begin(pf, 0, 0);
+	}
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
@@ -1119,6 +1304,9 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 		ret = glfs_fallocate(fd, keep_size, offset, len);
 	}
 	END_PROFILE(syscall_fallocate);
+	if (pf != NULL) {
+		gf2_pf_write_end(pf);
+	}
 	return ret;
 }
 
@@ -1502,7 +1690,7 @@ static bool gf2_aio_force(struct vfs_handle_struct *handle,
 static ssize_t gf2_pread_recv_fn(struct tevent_req *req,
 				 struct vfs_aio_state *aio_state)
 {
-	return gf2_pread_recv(req, aio_state);
+	return gf2_pf_read_recv(req, aio_state);
 }
 
 static ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,

@@ -32,18 +32,22 @@ def fd_counts(pids):
     return {pid: len(os.listdir('/proc/%d/fd' % pid)) for pid in pids}
 
 
-def smbd_count():
-    p = subprocess.run(['pgrep', '-c', '-x', 'smbd'], stdout=subprocess.PIPE,
-                       universal_newlines=True)
+def stack_smbd_children(stack):
+    """Children of the stack's smbd parent (other smbd instances on the
+    machine do not count)."""
+    with open(os.path.join(stack['SMB_LOGDIR'], 'run', 'smbd.pid')) as f:
+        parent = int(f.read().split()[0])
+    p = subprocess.run(['pgrep', '-c', '-P', str(parent)],
+                       stdout=subprocess.PIPE, universal_newlines=True)
     return int(p.stdout.strip() or 0)
 
 
-def settle(baseline, timeout=90):
+def settle(stack, baseline, timeout=90):
     """Wait until the smbd processes that served the churned connections
     have exited (each releases its glfs instance on the way out)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if smbd_count() <= baseline:
+        if stack_smbd_children(stack) <= baseline:
             return
         time.sleep(0.5)
     raise AssertionError('smbd processes did not exit within %d s' % timeout)
@@ -67,12 +71,14 @@ def measure(stack, share, tmpname, connections):
     setup.ctx = None
 
     pids = brick_pids(stack['GLUSTER_VOLUME'])
-    baseline = 2        # the stack's smbd parent and its notifyd
+    del setup
+    settle(stack, 2)     # only smbd's own helpers (notifyd, cleanupd) left
+    baseline = stack_smbd_children(stack)
     churn(stack, share, tmpname, 3)      # warm up
-    settle(baseline)
+    settle(stack, baseline)
     before = fd_counts(pids)
     churn(stack, share, tmpname, connections)
-    settle(baseline)
+    settle(stack, baseline)
     after = fd_counts(pids)
 
     c = Smb(stack, share)

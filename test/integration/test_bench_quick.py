@@ -1,0 +1,53 @@
+"""The benchmark suite as a smoke test: `test/bench/run --quick` against
+the stack that is up must give every workload a checked result on every
+share (and raw gfapi where it applies).  No speed is ever asserted."""
+
+import json
+import os
+import subprocess
+
+from conftest import TOP
+
+WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient', 'smallread',
+             'seqwrite', 'manywriters', 'smallfiles']
+SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
+GFAPI_WORKLOADS = ['seqread', 'randread', 'seqwrite']
+
+
+def test_bench_quick(stack, tmp_path):
+    out = tmp_path / 'bench'
+    p = subprocess.run([os.path.join(TOP, 'test', 'bench', 'run'), '--quick',
+                        '--out', str(out)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=600)
+    print(p.stdout)
+    assert p.returncode == 0, p.stdout[-3000:]
+    with open(out / 'results.json') as f:
+        res = json.load(f)
+    runs = res['runs']
+    for r in runs:
+        assert r['ok'], r
+        assert r['value'] is not None and r['value'] > 0, r
+        if r['workload'] != 'smallfiles' and r['backend'] != 'gfapi':
+            assert r['checked_bytes'] and r['checked_bytes'] > 0, r
+    for w in WORKLOADS:
+        for s in SHARES + (['gfapi'] if w in GFAPI_WORKLOADS else []):
+            assert any(r['workload'] == w and r['backend'] == s and r['ok']
+                       for r in runs), 'no checked result for %s on %s' % (
+                           w, s)
+    for name in ('results.md', 'results.csv', 'chart.png'):
+        assert (out / name).stat().st_size > 0, name
+
+
+def test_bench_bad_arguments(stack):
+    run = os.path.join(TOP, 'test', 'bench', 'run')
+    for args, msg in ((['--workloads', 'nosuch'], "unknown workload"),
+                      (['--shares', 'nosuch'], "unknown share"),
+                      (['--reps', '0'], "--reps"),
+                      (['--shares', ''], "--shares needs")):
+        p = subprocess.run([run] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True,
+                           timeout=120)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert msg in p.stderr, (args, p.stderr)
+        assert 'Traceback' not in p.stderr + p.stdout
