@@ -33,21 +33,22 @@ def fd_counts(pids):
 
 
 def stack_smbd_children(stack):
-    """Children of the stack's smbd parent (other smbd instances on the
-    machine do not count)."""
+    """PIDs of the children of the stack's smbd parent (other smbd
+    instances on the machine do not count)."""
     with open(os.path.join(stack['SMB_LOGDIR'], 'run', 'smbd.pid')) as f:
         parent = int(f.read().split()[0])
-    p = subprocess.run(['pgrep', '-c', '-P', str(parent)],
+    p = subprocess.run(['pgrep', '-P', str(parent)],
                        stdout=subprocess.PIPE, universal_newlines=True)
-    return int(p.stdout.strip() or 0)
+    return set(int(x) for x in p.stdout.split())
 
 
-def settle(stack, baseline, timeout=90):
-    """Wait until the smbd processes that served the churned connections
-    have exited (each releases its glfs instance on the way out)."""
+def settle(stack, before, timeout=90):
+    """Wait until the smbd processes started since `before` (those that
+    served the churned connections) have exited; each releases its glfs
+    instance on the way out."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if stack_smbd_children(stack) <= baseline:
+        if not (stack_smbd_children(stack) - before):
             return
         time.sleep(0.5)
     raise AssertionError('smbd processes did not exit within %d s' % timeout)
@@ -68,11 +69,8 @@ def measure(stack, share, tmpname, connections):
     setup.mkdir(tmpname)
     for i in range(4):
         setup.write('%s/f%d' % (tmpname, i), b'x' * 4096)
-    setup.ctx = None
 
     pids = brick_pids(stack['GLUSTER_VOLUME'])
-    del setup
-    settle(stack, 2)     # only smbd's own helpers (notifyd, cleanupd) left
     baseline = stack_smbd_children(stack)
     churn(stack, share, tmpname, 3)      # warm up
     settle(stack, baseline)
