@@ -340,3 +340,5 @@ def build(bld):
             continue
         bld.program(source=['test/bench/%s.c' % t], target='test/bench/%s' % t,
                     includes=['test/bench'], use=uses, install_path=None)
+    bld.shlib(source=['test/bench/nofini.c'], target='test/bench/gf2nofini',
+              install_path=None)

@@ -33,7 +33,9 @@
  *     smallread   --clients clients, each opening, reading and closing
  *                 random files URL/f%04d.dat (0 <= i < --files, seed+i,
  *                 --fsize bytes) for --seconds
- *   common: --port N, --user U, --pass P (default: $SMB_USER, $SMB_PASS)
+ *   common: --port N, --user U, --pass P (default: $SMB_USER, $SMB_PASS),
+ *           --linger S: each client keeps its connection S seconds after
+ *           its timed part (so that the server's RSS can be sampled)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,6 +75,7 @@ struct opts {
 	int files;
 	uint64_t fsize;
 	int samples;
+	double linger;
 };
 
 struct slot {
@@ -589,6 +592,8 @@ static int run_clients(worker_fn fn, int nclients)
 			}
 			fn(ctx, s, LATS + (size_t)i * LAT_CAP, i);
 			fflush(NULL);
+			if (O.linger > 0)	/* connection kept: RSS sampling */
+				usleep((useconds_t)(O.linger * 1e6));
 			_exit(0);
 		}
 		pids[i] = p;
@@ -735,7 +740,7 @@ static void usage(void)
 		"multiwrite|smallread --url URL [--port N] [--user U] "
 		"[--pass P] [--bs N] [--size N] [--seed N] [--seconds S] "
 		"[--clients N] [--region N] [--files N] [--fsize N] "
-		"[--samples N]\n");
+		"[--samples N] [--linger S]\n");
 	_exit(2);
 }
 
@@ -792,6 +797,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--files")) O.files = (int)num(v);
 		else if (!strcmp(a, "--fsize")) O.fsize = num(v);
 		else if (!strcmp(a, "--samples")) O.samples = (int)num(v);
+		else if (!strcmp(a, "--linger")) O.linger = atof(v);
 		else usage();
 	}
 	if (O.url == NULL || O.user == NULL || O.pass == NULL) {
