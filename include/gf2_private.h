@@ -174,9 +174,11 @@ void gf2_pf_file_put(struct gf2_pf_file *pf);
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 void gf2_pf_write_begin(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 void gf2_pf_write_end(struct gf2_pf_file *pf);
+/* pf NULL: read straight from Gluster. */
 struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 				    struct tevent_context *ev,
 				    struct gf2_fh *fh,
+				    struct gf2_pf_file *pf,
 				    const struct gf2_pf_config *cfg,
 				    void *data, size_t n, off_t offset,
 				    uint64_t file_size);

@@ -516,13 +516,13 @@ static void gf2_pf_chunk_done(struct gf2_io *io)
 struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 				    struct tevent_context *ev,
 				    struct gf2_fh *fh,
+				    struct gf2_pf_file *pf,
 				    const struct gf2_pf_config *cfg,
 				    void *data, size_t n, off_t offset,
 				    uint64_t file_size)
 {
 	struct tevent_req *req = NULL;
 	struct gf2_pf_read_state *state = NULL;
-	struct gf2_pf_file *pf = fh->pf;
 	struct gf2_ra_decision d;
 	enum gf2_pf_serve r;
 	uint64_t avail;

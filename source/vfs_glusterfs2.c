@@ -900,15 +900,17 @@ static struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	struct gf2_pf_file *pf = gf2_fh_pf(c, fsp, fh);
 
-	if (fh != NULL && c->pf->enabled &&
-	    (!c->pf->strict || gf2_read_caching(fsp))) {
-		gf2_fh_pf(c, fsp, fh);
-	} else if (fh != NULL && fh->pf != NULL && c->pf->strict) {
-		/* lost the lease: nothing prefetched may be served now */
-		gf2_pf_invalidate(fh->pf, 0, 0);
+	if (pf != NULL && c->pf->strict && !gf2_read_caching(fsp)) {
+		/*
+		 * Strict mode without a read lease or oplock: nothing
+		 * prefetched may be served, and nothing is read ahead.
+		 */
+		gf2_pf_invalidate(pf, 0, 0);
+		pf = NULL;
 	}
-	return gf2_pf_read_send(mem_ctx, ev, fh, c->pf, data, n, offset,
+	return gf2_pf_read_send(mem_ctx, ev, fh, pf, c->pf, data, n, offset,
 				fsp->fsp_name->st.st_ex_size);
 }
 
