@@ -31,6 +31,14 @@
  * for the next reads is always in flight or in memory one window ahead of
  * the reader, and a client with one read in flight never waits for the
  * network once the stream is established.
+ *
+ * Lead limit: prefetched data is only good for a bounded time (the
+ * caller's coherence age), so a stream is never read further ahead than
+ * it will consume within max_lead_ms at its measured rate (bytes/s of the
+ * frontier, sampled every GF2_RA_RATE_SAMPLE_MS and smoothed).  Many slow
+ * readers then keep small windows instead of fetching data that expires
+ * unread; a fast reader keeps the full window.  A window that the limit
+ * cuts to nothing is deferred, and the next read tries again.
  */
 
 #ifndef GF2_READAHEAD_H
@@ -41,12 +49,14 @@
 
 #define GF2_RA_MAX_STREAMS 8
 #define GF2_RA_SIZE_UNKNOWN UINT64_MAX
+#define GF2_RA_RATE_SAMPLE_MS 50
 
 struct gf2_ra_config {
 	uint64_t init_window;	/* first window of a confirmed stream */
 	uint64_t max_window;	/* cap of every window */
 	uint64_t min_window;	/* no window smaller than this is issued */
 	unsigned streams;	/* streams tracked per file, 1..MAX_STREAMS */
+	uint64_t max_lead_ms;	/* read at most this far ahead; 0: no limit */
 };
 
 struct gf2_ra_stream {
@@ -60,6 +70,11 @@ struct gf2_ra_stream {
 	uint64_t size;
 	uint64_t marker;	/* next window fires when frontier passes it */
 	uint64_t last_use;	/* for LRU replacement */
+	uint64_t t_origin;	/* ms of the first read */
+	uint64_t rate_t;	/* rate sample: time (ms) and frontier */
+	uint64_t rate_f;
+	uint64_t rate;		/* bytes per second; 0: not measured yet */
+	bool rate_sampled;	/* rate from a full sample period */
 };
 
 struct gf2_ra_state {
@@ -89,12 +104,25 @@ bool gf2_ra_config_sanitize(struct gf2_ra_config *cfg);
  * nothing at or past it is prefetched.  avail is how many bytes of prefetch
  * memory the caller can spend now: a window is cut to fit, or skipped (and
  * the stream's window shrinks back) when less than min_window is left.
+ * now_ms is a monotonic clock in milliseconds (0: unknown, no lead limit).
  */
 void gf2_ra_on_read(struct gf2_ra_state *st,
 		    const struct gf2_ra_config *cfg,
 		    uint64_t off, uint64_t len,
 		    uint64_t file_size, uint64_t avail,
+		    uint64_t now_ms,
 		    struct gf2_ra_decision *d);
+
+/*
+ * A read of a confirmed stream found its prefetched data gone (expired or
+ * dropped): start the stream's windows again at its frontier on the next
+ * read instead of waiting for the frontier to pass the old marker.
+ */
+void gf2_ra_on_miss(struct gf2_ra_state *st, int stream);
+
+/* The lead limit in bytes of a stream (UINT64_MAX: none), for tests. */
+uint64_t gf2_ra_lead_limit(const struct gf2_ra_config *cfg,
+			   const struct gf2_ra_stream *s, uint64_t len);
 
 /*
  * Forget every stream (the file was written, truncated or invalidated).

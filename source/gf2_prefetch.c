@@ -525,6 +525,8 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	struct gf2_pf_read_state *state = NULL;
 	struct gf2_ra_decision d;
 	enum gf2_pf_serve r;
+	struct timespec now;
+	uint64_t now_ms;
 	uint64_t avail;
 	uint64_t got = 0;
 
@@ -552,7 +554,10 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	gf2_pf_expire(cfg);
 	avail = gf2_pf_cap > gf2_pf_stats.used ?
 		gf2_pf_cap - gf2_pf_stats.used : 0;
-	gf2_ra_on_read(&pf->ra, &cfg->ra, offset, n, file_size, avail, &d);
+	clock_gettime_mono(&now);
+	now_ms = (uint64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1;
+	gf2_ra_on_read(&pf->ra, &cfg->ra, offset, n, file_size, avail,
+		       now_ms, &d);
 	if (d.len > 0 && pf->writes_inflight == 0) {
 		gf2_pf_issue(ev, fh, pf, d.off, d.len, d.stream);
 	}
@@ -579,6 +584,10 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		return req;
 	case GF2_PF_MISS:
 		gf2_pf_stats.misses += 1;
+		if (d.sequential) {
+			/* its data expired or was dropped: refill */
+			gf2_ra_on_miss(&pf->ra, d.stream);
+		}
 		break;
 	}
 	gf2_pf_read_direct(req);

@@ -141,8 +141,62 @@ static int gf2_ra_victim(struct gf2_ra_state *st,
 }
 
 /*
- * Issue the window [start, start + size) of stream s, cut at EOF and to
- * the memory available.  Records it as the newest window on success.
+ * Track the stream's consumption rate from its frontier over time: a
+ * sample every GF2_RA_RATE_SAMPLE_MS, smoothed; before the first sample,
+ * the average since the stream's first read.
+ */
+static void gf2_ra_rate(struct gf2_ra_stream *s, uint64_t now_ms)
+{
+	uint64_t dt;
+	uint64_t inst;
+
+	if (now_ms == 0) {
+		return;
+	}
+	if (now_ms < s->rate_t || now_ms < s->t_origin) {
+		/* clock went backwards: start measuring again */
+		s->t_origin = s->rate_t = now_ms;
+		s->rate_f = s->frontier;
+		s->rate = 0;
+		s->rate_sampled = false;
+		return;
+	}
+	dt = now_ms - s->rate_t;
+	if (dt < GF2_RA_RATE_SAMPLE_MS) {
+		if (!s->rate_sampled) {
+			dt = gf2_max(now_ms - s->t_origin, 1);
+			s->rate = (s->frontier - s->origin) * 1000 / dt;
+		}
+		return;
+	}
+	inst = s->frontier > s->rate_f ?
+		(s->frontier - s->rate_f) * 1000 / dt : 0;
+	s->rate = s->rate_sampled ? (3 * s->rate + inst) / 4 : inst;
+	s->rate_sampled = true;
+	s->rate_t = now_ms;
+	s->rate_f = s->frontier;
+}
+
+uint64_t gf2_ra_lead_limit(const struct gf2_ra_config *cfg,
+			   const struct gf2_ra_stream *s, uint64_t len)
+{
+	uint64_t lead;
+
+	if (cfg->max_lead_ms == 0 || s->rate == 0) {
+		return UINT64_MAX;
+	}
+	if (s->rate > UINT64_MAX / cfg->max_lead_ms) {
+		return UINT64_MAX;
+	}
+	lead = s->rate * cfg->max_lead_ms / 1000;
+	/* Always at least one small window ahead of the reader. */
+	return gf2_max(lead, gf2_max(cfg->min_window, 2 * len));
+}
+
+/*
+ * Issue the window [start, start + size) of stream s, cut at EOF, to the
+ * lead limit and to the memory available.  Records it as the newest
+ * window on success.
  */
 static void gf2_ra_issue(const struct gf2_ra_config *cfg,
 			 struct gf2_ra_stream *s,
@@ -151,6 +205,20 @@ static void gf2_ra_issue(const struct gf2_ra_config *cfg,
 			 struct gf2_ra_decision *d)
 {
 	uint64_t len = size;
+	uint64_t lead = gf2_ra_lead_limit(cfg, s, s->last_len);
+
+	if (lead != UINT64_MAX) {
+		uint64_t allowed = s->frontier + lead < s->frontier ?
+			UINT64_MAX : s->frontier + lead;
+
+		if (start >= allowed ||
+		    (allowed - start < cfg->min_window &&
+		     allowed - start < len)) {
+			/* Far enough ahead: the next read tries again. */
+			return;
+		}
+		len = gf2_min(len, allowed - start);
+	}
 
 	if (file_size != GF2_RA_SIZE_UNKNOWN) {
 		if (start >= file_size) {
@@ -182,10 +250,21 @@ static void gf2_ra_issue(const struct gf2_ra_config *cfg,
 	d->len = len;
 }
 
+void gf2_ra_on_miss(struct gf2_ra_state *st, int stream)
+{
+	if (stream < 0 || stream >= GF2_RA_MAX_STREAMS) {
+		return;
+	}
+	if (st->s[stream].used && st->s[stream].confirmed) {
+		st->s[stream].size = 0;
+	}
+}
+
 void gf2_ra_on_read(struct gf2_ra_state *st,
 		    const struct gf2_ra_config *cfg,
 		    uint64_t off, uint64_t len,
 		    uint64_t file_size, uint64_t avail,
+		    uint64_t now_ms,
 		    struct gf2_ra_decision *d)
 {
 	struct gf2_ra_stream *s = NULL;
@@ -218,6 +297,9 @@ void gf2_ra_on_read(struct gf2_ra_state *st,
 		s->covered = len;
 		s->last_len = len;
 		s->last_use = st->clock;
+		s->t_origin = now_ms;
+		s->rate_t = now_ms;
+		s->rate_f = s->frontier;
 		d->stream = idx;
 		return;
 	}
@@ -234,6 +316,7 @@ void gf2_ra_on_read(struct gf2_ra_state *st,
 		/* re-reads: never count more than the span */
 		s->covered = s->frontier - s->origin;
 	}
+	gf2_ra_rate(s, now_ms);
 
 	if (!gf2_ra_dense(s) || s->frontier <= s->origin + len) {
 		/* Strided, or not advanced yet: no prefetch. */

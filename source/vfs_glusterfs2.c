@@ -33,6 +33,16 @@
 
 #define GF2_MODULE_NAME "glusterfs2"
 
+/*
+ * The name smbd loads and registers the module under (vfs objects = NAME,
+ * MODULESDIR/vfs/NAME.so).  A sanitizer build installed beside the normal
+ * one gets another name from wscript (--module-name); its options keep
+ * the glusterfs2: prefix, so a share's settings are the same for both.
+ */
+#ifndef GF2_REGISTER_NAME
+#define GF2_REGISTER_NAME GF2_MODULE_NAME
+#endif
+
 /* Returned to smbd as the "fd" of every handle: never a real descriptor. */
 #define GF2_FAKE_FD 0x2f2f2f2f
 
@@ -343,6 +353,11 @@ static void gf2_load_prefetch_config(int snum, const char *service,
 			service, mode);
 		pf->strict = false;
 	}
+	/*
+	 * Read ahead no further than a stream consumes in half the age
+	 * bound, so that prefetched data is served before it expires.
+	 */
+	pf->ra.max_lead_ms = MAX(pf->max_age_ms / 2, 1);
 	gf2_ra_config_sanitize(&pf->ra);
 	if (pf->enabled) {
 		gf2_pf_set_cap(pf->max_memory);
@@ -1796,7 +1811,7 @@ static_decl_vfs;
 NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx);
 NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx)
 {
-	return smb_register_vfs(SMB_VFS_INTERFACE_VERSION, GF2_MODULE_NAME,
+	return smb_register_vfs(SMB_VFS_INTERFACE_VERSION, GF2_REGISTER_NAME,
 				&gf2_fns);
 }
 

@@ -116,7 +116,7 @@ static void test_sequential(void **state)
 		if (off >= 128 * KiB) {
 			assert_true(covered(is, off, 64 * KiB));
 		}
-		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, &d);
+		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
 		note(is, &d);
 	}
 	/* windows are contiguous, ramp up and stop at the cap */
@@ -152,7 +152,7 @@ static void test_out_of_order(void **state)
 		for (j = 0; j < 8; j++) {
 			uint64_t off = base + perm[j] * 64 * KiB;
 
-			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS,
+			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0,
 				       &d);
 			note(is, &d);
 			seq += d.sequential;
@@ -182,7 +182,7 @@ static void test_random(void **state)
 		x ^= x >> 7;
 		x ^= x << 17;
 		off = (x % (1ULL << 30)) & ~4095ULL;
-		gf2_ra_on_read(&st, &c, off, 4096, 1ULL << 30, LOTS, &d);
+		gf2_ra_on_read(&st, &c, off, 4096, 1ULL << 30, LOTS, 0, &d);
 		assert_int_equal(d.len, 0);
 	}
 }
@@ -200,7 +200,7 @@ static void test_strided(void **state)
 
 		gf2_ra_init(&st);
 		for (off = 0; off < 512 * MiB; off += stride) {
-			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS,
+			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0,
 				       &d);
 			assert_int_equal(d.len, 0);
 		}
@@ -218,7 +218,7 @@ static void test_backwards(void **state)
 	gf2_ra_init(&st);
 	for (off = 256 * MiB; off > 0; off -= 64 * KiB) {
 		gf2_ra_on_read(&st, &c, off - 64 * KiB, 64 * KiB, NOSIZE,
-			       LOTS, &d);
+			       LOTS, 0, &d);
 		assert_int_equal(d.len, 0);
 	}
 }
@@ -243,7 +243,7 @@ static void test_interleaved(void **state)
 			if (step >= 2 && !covered(is, off, 64 * KiB)) {
 				misses++;
 			}
-			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS,
+			gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0,
 				       &d);
 			note(is, &d);
 		}
@@ -267,7 +267,7 @@ static void test_too_many_streams(void **state)
 		for (r = 0; r < 5; r++) {
 			gf2_ra_on_read(&st, &c,
 				       (uint64_t)r * 1024 * MiB +
-				       step * 64 * KiB, 64 * KiB, NOSIZE, LOTS,
+				       step * 64 * KiB, 64 * KiB, NOSIZE, LOTS, 0,
 				       &d);
 			assert_true(d.stream >= 0 && d.stream < 2);
 		}
@@ -286,7 +286,7 @@ static void test_eof(void **state)
 
 	gf2_ra_init(&st);
 	for (off = 0; off < size + 10 * MiB; off += 64 * KiB) {
-		gf2_ra_on_read(&st, &c, off, 64 * KiB, size, LOTS, &d);
+		gf2_ra_on_read(&st, &c, off, 64 * KiB, size, LOTS, 0, &d);
 		if (d.len > 0) {
 			assert_true(d.off < size);
 			assert_true(d.off + d.len <= size);
@@ -315,7 +315,7 @@ static void test_memory_pressure(void **state)
 		if (off >= 48 * MiB) {
 			avail = LOTS;
 		}
-		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, avail, &d);
+		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, avail, 0, &d);
 		assert_true(d.len <= avail);
 		pressure += d.pressure;
 		if (off >= 48 * MiB && d.len > 0) {
@@ -339,12 +339,91 @@ static void test_reset(void **state)
 
 	gf2_ra_init(&st);
 	for (off = 0; off < 4 * MiB; off += 64 * KiB) {
-		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, &d);
+		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
 	}
 	gf2_ra_reset(&st);
-	gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, &d);
+	gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
 	assert_int_equal(d.len, 0);
 	assert_false(d.sequential);
+}
+
+/*
+ * A slow reader (64 KiB every 4 ms: 16 MB/s) with a 125 ms lead limit:
+ * once its rate is measured, the data issued never runs more than the
+ * limit (plus one window being consumed) ahead of it, and every read is
+ * still covered in time.  Returns the largest lead seen after warm-up.
+ */
+static uint64_t run_paced(uint64_t len, uint64_t ms_per_read,
+			  uint64_t lead_ms, uint64_t total)
+{
+	struct gf2_ra_config c = cfg();
+	struct gf2_ra_state st;
+	struct gf2_ra_decision d;
+	struct issued *is = calloc(1, sizeof(*is));
+	uint64_t off;
+	uint64_t now = 1000;
+	uint64_t issued_end = 0;
+	uint64_t maxlead = 0;
+
+	c.max_lead_ms = lead_ms;
+	gf2_ra_init(&st);
+	for (off = 0; off < total; off += len) {
+		if (off >= 4 * len) {
+			assert_true(covered(is, off, len));
+		}
+		gf2_ra_on_read(&st, &c, off, len, NOSIZE, LOTS, now, &d);
+		note(is, &d);
+		if (d.len > 0) {
+			issued_end = d.off + d.len;
+		}
+		if (off >= 4 * MiB && issued_end - (off + len) > maxlead) {
+			maxlead = issued_end - (off + len);
+		}
+		now += ms_per_read;
+	}
+	free(is);
+	return maxlead;
+}
+
+static void test_lead_limit(void **state)
+{
+	/* 16 MB/s for 125 ms: about 2 MB ahead, not the 8 MiB window */
+	uint64_t slow = run_paced(64 * KiB, 4, 125, 64 * MiB);
+	/* 1 GB/s: the limit (125 MB) is above the window: full windows */
+	uint64_t fast = run_paced(1 * MiB, 1, 125, 256 * MiB);
+	/* no limit */
+	uint64_t none = run_paced(64 * KiB, 4, 0, 64 * MiB);
+
+	assert_true(slow <= 3 * MiB);
+	assert_true(slow >= 1 * MiB);
+	assert_true(fast >= 8 * MiB);
+	assert_true(none >= 8 * MiB);
+}
+
+/* After its data is lost (expired), a stream refills from its frontier. */
+static void test_miss_refill(void **state)
+{
+	struct gf2_ra_config c = cfg();
+	struct gf2_ra_state st;
+	struct gf2_ra_decision d;
+	uint64_t off;
+
+	gf2_ra_init(&st);
+	for (off = 0; off < 32 * MiB; off += 64 * KiB) {
+		gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
+	}
+	/* the next read is inside the newest window: nothing to issue */
+	gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
+	assert_true(d.sequential);
+	assert_int_equal(d.len, 0);
+	gf2_ra_on_miss(&st, d.stream);
+	off += 64 * KiB;
+	gf2_ra_on_read(&st, &c, off, 64 * KiB, NOSIZE, LOTS, 0, &d);
+	assert_int_equal(d.off, off + 64 * KiB);
+	assert_true(d.len >= 256 * KiB);
+	/* misses of unknown or unconfirmed streams are ignored */
+	gf2_ra_on_miss(&st, -1);
+	gf2_ra_on_miss(&st, GF2_RA_MAX_STREAMS);
 }
 
 static void test_degenerate(void **state)
@@ -354,12 +433,12 @@ static void test_degenerate(void **state)
 	struct gf2_ra_decision d;
 
 	gf2_ra_init(&st);
-	gf2_ra_on_read(&st, &c, 0, 0, NOSIZE, LOTS, &d);
+	gf2_ra_on_read(&st, &c, 0, 0, NOSIZE, LOTS, 0, &d);
 	assert_int_equal(d.len, 0);
-	gf2_ra_on_read(&st, &c, UINT64_MAX - 10, 4096, NOSIZE, LOTS, &d);
+	gf2_ra_on_read(&st, &c, UINT64_MAX - 10, 4096, NOSIZE, LOTS, 0, &d);
 	assert_int_equal(d.len, 0);
-	gf2_ra_on_read(&st, &c, UINT64_MAX - 8192, 4096, NOSIZE, LOTS, &d);
-	gf2_ra_on_read(&st, &c, UINT64_MAX - 4096, 4095, NOSIZE, LOTS, &d);
+	gf2_ra_on_read(&st, &c, UINT64_MAX - 8192, 4096, NOSIZE, LOTS, 0, &d);
+	gf2_ra_on_read(&st, &c, UINT64_MAX - 4096, 4095, NOSIZE, LOTS, 0, &d);
 	assert_true(d.len == 0 || d.off + d.len >= d.off);
 }
 
@@ -378,6 +457,8 @@ int main(void)
 		cmocka_unit_test(test_eof),
 		cmocka_unit_test(test_memory_pressure),
 		cmocka_unit_test(test_reset),
+		cmocka_unit_test(test_lead_limit),
+		cmocka_unit_test(test_miss_refill),
 		cmocka_unit_test(test_degenerate),
 	};
 
