@@ -28,6 +28,7 @@ struct gf2_volume {
 	glfs_t *fs;
 	unsigned tcons;		/* tree connects using it */
 	unsigned inflight;	/* asynchronous calls Gluster still owns */
+	bool upcalls;		/* registered for invalidation events */
 };
 
 struct gf2_volume_params {
@@ -164,6 +165,7 @@ struct gf2_pf_stats {
 	uint64_t hits;		/* reads served at once from memory */
 	uint64_t waits;		/* reads that waited for a prefetch */
 	uint64_t misses;	/* reads sent to Gluster directly */
+	uint64_t upcalls;	/* invalidation events from Gluster */
 };
 
 extern struct gf2_pf_stats gf2_pf_stats;
@@ -172,6 +174,8 @@ void gf2_pf_set_cap(uint64_t cap);
 struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id);
 void gf2_pf_file_put(struct gf2_pf_file *pf);
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
+/* Drop the prefetched data of every file with this inode (all: of all). */
+void gf2_pf_invalidate_inode(uint64_t ino, bool all);
 void gf2_pf_write_begin(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 void gf2_pf_write_end(struct gf2_pf_file *pf);
 /* pf NULL: read straight from Gluster. */
@@ -184,5 +188,10 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 				    uint64_t file_size);
 ssize_t gf2_pf_read_recv(struct tevent_req *req,
 			 struct vfs_aio_state *aio_state);
+
+/* Gluster upcall invalidation (gf2_upcall.c). */
+bool gf2_upcall_register(struct gf2_volume *vol);
+void gf2_upcall_unregister(struct gf2_volume *vol);
+void gf2_upcall_drain(void);
 
 #endif /* GF2_PRIVATE_H */

@@ -18,6 +18,9 @@
  *
  * Coherence with other writers (other smbd processes, other nodes, FUSE
  * or NFS clients):
+ *   - always: when the volume has features.cache-invalidation on, Gluster's
+ *     upcall events drop the data of a file changed elsewhere before the
+ *     next read is served (gf2_upcall.c);
  *   - mode "age" (default): a chunk whose read was sent to Gluster more
  *     than "prefetch max age" milliseconds ago is never served, so a reader
  *     sees any change that completed at least that long before its read.
@@ -110,6 +113,8 @@ static void gf2_pf_chunk_drop(struct gf2_pf_chunk *c)
 	TALLOC_FREE(c);
 }
 
+static void gf2_pf_wake(struct gf2_pf_file *pf);
+
 struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
 {
 	struct gf2_pf_file *pf = NULL;
@@ -143,12 +148,13 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
 	SMB_ASSERT(pf->waiters == NULL);
 	DBG_INFO("prefetch totals: issued %" PRIu64 ", arrived %" PRIu64
 		 ", served %" PRIu64 ", wasted %" PRIu64 ", expired %" PRIu64
-		 ", invalidated %" PRIu64 ", held %" PRIu64 "; reads: %" PRIu64
-		 " hits, %" PRIu64 " waits, %" PRIu64 " misses\n",
+		 ", invalidated %" PRIu64 " (%" PRIu64 " upcalls), held %" PRIu64
+		 "; reads: %" PRIu64 " hits, %" PRIu64 " waits, %" PRIu64
+		 " misses\n",
 		 gf2_pf_stats.issued, gf2_pf_stats.completed,
 		 gf2_pf_stats.served, gf2_pf_stats.wasted,
 		 gf2_pf_stats.expired, gf2_pf_stats.invalidated,
-		 gf2_pf_stats.used, gf2_pf_stats.hits, gf2_pf_stats.waits,
+		 gf2_pf_stats.upcalls, gf2_pf_stats.used, gf2_pf_stats.hits, gf2_pf_stats.waits,
 		 gf2_pf_stats.misses);
 	while (pf->chunks != NULL) {
 		gf2_pf_chunk_drop(pf->chunks);
@@ -178,6 +184,19 @@ void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len)
 	}
 	if (len == 0) {
 		gf2_ra_reset(&pf->ra);
+	}
+}
+
+void gf2_pf_invalidate_inode(uint64_t ino, bool all)
+{
+	struct gf2_pf_file *pf = NULL;
+
+	for (pf = gf2_pf_files; pf != NULL; pf = pf->next) {
+		if (all || pf->id.inode == ino) {
+			/* keep the streams: the next read refills */
+			gf2_pf_invalidate(pf, 0, UINT64_MAX);
+			gf2_pf_wake(pf);
+		}
 	}
 }
 
@@ -551,6 +570,7 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		return req;
 	}
 
+	gf2_upcall_drain();
 	gf2_pf_expire(cfg);
 	avail = gf2_pf_cap > gf2_pf_stats.used ?
 		gf2_pf_cap - gf2_pf_stats.used : 0;

@@ -75,6 +75,10 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 
 	DLIST_REMOVE(gf2_volumes, vol);
 	DBG_NOTICE("releasing volume %s\n", vol->volname);
+	if (vol->upcalls) {
+		/* before glfs_fini, as gfapi asks */
+		gf2_upcall_unregister(vol);
+	}
 
 	if (!gf2_reap_atexit) {
 		gf2_reap_atexit = (atexit(gf2_reap_wait) == 0);
@@ -214,6 +218,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 		goto fail;
 	}
 
+	vol->upcalls = gf2_upcall_register(vol);
 	vol->tcons = 1;
 	DLIST_ADD(gf2_volumes, vol);
 	DBG_NOTICE("volume %s connected through %s\n", p->volname, servers);

@@ -1,0 +1,140 @@
+/*
+ * glusterfs2: Gluster upcall (cache invalidation) events for prefetch.
+ *
+ * With features.cache-invalidation on, the bricks tell every client that
+ * recently looked at an inode when another client changes it.  gfapi
+ * delivers those events by calling gf2_upcall_cbk on one of its own
+ * threads.  That thread must not touch smbd's data (talloc, the prefetch
+ * lists), so it only records the inode number in a small queue under a
+ * mutex.  smbd's main thread drains the queue (gf2_upcall_drain) before
+ * it serves any read from prefetched data, and drops what it holds of
+ * those files: a read that starts after the event was delivered never
+ * sees prefetched data older than the change.
+ *
+ * The queue is per process and bounded (GF2_UP_QUEUE inodes).  When it
+ * overflows, or an event names no inode, the next drain drops everything
+ * prefetched in the process: always safe, just slower.
+ *
+ * Files are matched by inode number: gfapi reports st_ino as the low 64
+ * bits of the GFID, as does gfid_to_ino() in Gluster, and smbd's file_id
+ * is built from that st_ino.
+ */
+
+#include "includes.h"
+#include "gf2_private.h"
+
+#include <glusterfs/api/glfs-handles.h>
+#include <pthread.h>
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+#define GF2_UP_QUEUE 256
+
+static pthread_mutex_t gf2_up_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t gf2_up_ino[GF2_UP_QUEUE];
+static unsigned gf2_up_n;
+static bool gf2_up_overflow;
+/* Non-zero while the queue holds something: the drain's fast path. */
+static unsigned gf2_up_pending;
+
+static uint64_t gf2_gfid_to_ino(const unsigned char gfid[16])
+{
+	uint64_t ino = 0;
+	int i;
+
+	for (i = 8; i < 16; i++) {
+		ino = (ino << 8) | gfid[i];
+	}
+	return ino;
+}
+
+/* gfapi's thread: record, nothing else. */
+static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
+{
+	struct glfs_upcall_inode *in = NULL;
+	struct glfs_object *obj = NULL;
+	unsigned char gfid[GFAPI_HANDLE_LENGTH];
+	bool known = false;
+	uint64_t ino = 0;
+
+	if (glfs_upcall_get_reason(up) != GLFS_UPCALL_INODE_INVALIDATE) {
+		glfs_free(up);
+		return;
+	}
+	in = glfs_upcall_get_event(up);
+	if (in != NULL) {
+		obj = glfs_upcall_inode_get_object(in);
+	}
+	if (obj != NULL &&
+	    glfs_h_extract_handle(obj, gfid, sizeof(gfid)) ==
+	    (int)sizeof(gfid)) {
+		ino = gf2_gfid_to_ino(gfid);
+		known = true;
+	}
+	glfs_free(up);
+
+	pthread_mutex_lock(&gf2_up_lock);
+	if (!known || gf2_up_n == GF2_UP_QUEUE) {
+		gf2_up_overflow = true;
+	} else {
+		gf2_up_ino[gf2_up_n++] = ino;
+	}
+	__atomic_store_n(&gf2_up_pending, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&gf2_up_lock);
+}
+
+void gf2_upcall_drain(void)
+{
+	uint64_t inos[GF2_UP_QUEUE];
+	unsigned n;
+	bool all;
+	unsigned i;
+
+	if (__atomic_load_n(&gf2_up_pending, __ATOMIC_ACQUIRE) == 0) {
+		return;
+	}
+	pthread_mutex_lock(&gf2_up_lock);
+	n = gf2_up_n;
+	memcpy(inos, gf2_up_ino, n * sizeof(inos[0]));
+	all = gf2_up_overflow;
+	gf2_up_n = 0;
+	gf2_up_overflow = false;
+	__atomic_store_n(&gf2_up_pending, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&gf2_up_lock);
+
+	gf2_pf_stats.upcalls += n + (all ? 1 : 0);
+	if (all) {
+		DBG_INFO("upcall queue overflow: dropping all prefetched "
+			 "data\n");
+		gf2_pf_invalidate_inode(0, true);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		gf2_pf_invalidate_inode(inos[i], false);
+	}
+}
+
+bool gf2_upcall_register(struct gf2_volume *vol)
+{
+	int ret;
+
+	ret = glfs_upcall_register(vol->fs, GLFS_EVENT_INODE_INVALIDATE,
+				   gf2_upcall_cbk, NULL);
+	if (ret <= 0 || (ret & GLFS_EVENT_INODE_INVALIDATE) == 0) {
+		DBG_NOTICE("volume %s: no upcall events (%s): prefetched "
+			   "data follows changes from other clients only "
+			   "within glusterfs2:prefetch max age\n",
+			   vol->volname, ret < 0 ? strerror(errno) : "refused");
+		return false;
+	}
+	return true;
+}
+
+void gf2_upcall_unregister(struct gf2_volume *vol)
+{
+	if (glfs_upcall_unregister(vol->fs, GLFS_EVENT_ANY) < 0) {
+		DBG_DEBUG("volume %s: glfs_upcall_unregister: %s\n",
+			  vol->volname, strerror(errno));
+	}
+}
