@@ -62,6 +62,7 @@ MODULE_SOURCES = [
     'source/vfs_glusterfs2.c',
     'source/gf2_volume.c',
     'source/gf2_async.c',
+    'source/gf2_upcall.c',
     'source/gf2_prefetch.c',
 ]
 
