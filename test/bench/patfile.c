@@ -13,6 +13,8 @@
  *   patfile checkset DIR COUNT FSIZE SEED check those files (every byte)
  *   patfile stream PATH SIZE SEED        read PATH (a FIFO) to its end,
  *                                        check every byte, time it
+ *                                        (t_start, t_end: CLOCK_MONOTONIC
+ *                                        seconds of the open and of EOF)
  *
  * check, checkset and stream print one JSON object; exit 0 if good.
  */
@@ -164,7 +166,7 @@ static int result(int ok, const char *err, const char *extra)
 static int stream(const char *path, uint64_t size, uint64_t seed, uint8_t *buf)
 {
 	char err[512] = "";
-	char extra[256];
+	char extra[384];
 	int fd = open(path, O_RDONLY);	/* blocks until the writer opens */
 	if (fd < 0) {
 		snprintf(err, sizeof(err), "%s: %s", path, strerror(errno));
@@ -195,7 +197,7 @@ static int stream(const char *path, uint64_t size, uint64_t seed, uint8_t *buf)
 		}
 		off += (uint64_t)n;
 	}
-	double secs = now() - t0;
+	double t1 = now(), secs = t1 - t0;
 	if (ok && off != size) {
 		snprintf(err, sizeof(err), "got %" PRIu64 " bytes, expected %"
 			 PRIu64, off, size);
@@ -207,8 +209,9 @@ static int stream(const char *path, uint64_t size, uint64_t seed, uint8_t *buf)
 	close(fd);
 	snprintf(extra, sizeof(extra), ", \"bytes\": %" PRIu64
 		 ", \"checked_bytes\": %" PRIu64 ", \"seconds\": %.6f"
-		 ", \"mbps\": %.3f", off, ok ? off : 0, secs,
-		 secs > 0 ? (double)off / secs / 1e6 : 0.0);
+		 ", \"mbps\": %.3f, \"t_start\": %.6f, \"t_end\": %.6f",
+		 off, ok ? off : 0, secs,
+		 secs > 0 ? (double)off / secs / 1e6 : 0.0, t0, t1);
 	return result(ok, err, extra);
 }
 

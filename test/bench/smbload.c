@@ -14,7 +14,10 @@
  * _exit() without logging off: a tree disconnect from the stock
  * vfs_glusterfs takes ~10 s (glfs_fini), which is not what we measure.
  *
- * Prints one JSON object on stdout; exit 0 if every check passed.
+ * Prints one JSON object on stdout; exit 0 if every check passed.  Its
+ * t_start and t_end are the timed part's bounds on CLOCK_MONOTONIC (in
+ * seconds), so that the caller can measure the server's CPU time over
+ * exactly that window.
  *
  *   smbload MODE --url URL [options]
  *   modes:
@@ -691,11 +694,13 @@ static int run_clients(worker_fn fn, int nclients)
 	       ", \"lat_p50_us\": %.1f, \"lat_p99_us\": %.1f"
 	       ", \"lat_max_us\": %.1f, \"lat_mean_us\": %.1f"
 	       ", \"lat_samples\": %" PRIu64 ", \"failed_clients\": %d"
+	       ", \"t_start\": %.6f, \"t_end\": %.6f"
 	       ", \"ok\": %s",
 	       nclients, ops, bytes, checked, secs,
 	       secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
 	       secs > 0 ? (double)ops / secs : 0.0, p50, p99, pmax, mean,
-	       nlat, nfailed, (nfailed == 0 && ops > 0) ? "true" : "false");
+	       nlat, nfailed, (double)t0 / 1e9, (double)tend / 1e9,
+	       (nfailed == 0 && ops > 0) ? "true" : "false");
 	if (err != NULL) {
 		printf(", \"error\": ");
 		json_str(err);

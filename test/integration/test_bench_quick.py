@@ -1,6 +1,8 @@
 """The benchmark suite as a smoke test: `test/bench/run --quick` against
 the stack that is up must give every workload a checked result on every
-share (and raw gfapi where it applies).  No speed is ever asserted."""
+share (and raw gfapi where it applies), and the runs that move a known
+number of bytes through glusterfs and glusterfs2 a positive smbd CPU time
+per GiB.  No speed is ever asserted."""
 
 import json
 import os
@@ -12,6 +14,9 @@ WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient', 'smallread',
              'seqwrite', 'manywriters', 'smallfiles']
 SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
 GFAPI_WORKLOADS = ['seqread', 'randread', 'seqwrite']
+# runs with smbd CPU seconds per GiB moved (test/bench/run CPU_WORKLOADS)
+CPU_WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient',
+                 'seqwrite']
 
 
 def test_bench_quick(stack, tmp_path):
@@ -35,6 +40,28 @@ def test_bench_quick(stack, tmp_path):
             assert any(r['workload'] == w and r['backend'] == s and r['ok']
                        for r in runs), 'no checked result for %s on %s' % (
                            w, s)
+    # smbd CPU per GiB: on every run of those workloads on the gfapi
+    # shares (not on the RSS figure of multiclient, a second record)
+    for w in CPU_WORKLOADS:
+        for s in ('glusterfs', 'glusterfs2'):
+            rs = [r for r in runs if r['workload'] == w and
+                  r['backend'] == s and r['metric'] != 'smbd_rss_mib']
+            assert rs, (w, s)
+            for r in rs:
+                cpu = r['smbd_cpu_s_per_gib']
+                assert cpu is not None and cpu > 0, (
+                    'no smbd CPU per GiB for %s on %s: %s' % (
+                        r['variant'], s, r['raw'].get('cpu')))
+                # the smbd processes found are the run's clients' own
+                assert r['raw']['cpu']['smbd_procs'] == \
+                    r['raw'].get('clients', 1), r['raw']['cpu']
+    for s in res['summary']:
+        if s['workload'] in CPU_WORKLOADS and s['metric'] != 'smbd_rss_mib':
+            for b in ('glusterfs', 'glusterfs2'):
+                assert s['backends'][b]['smbd_cpu_median'] > 0, (s, b)
+    with open(out / 'results.md') as f:
+        md = f.read()
+    assert '**smbd CPU s/GiB**' in md
     for name in ('results.md', 'results.csv', 'chart.png'):
         assert (out / name).stat().st_size > 0, name
 
@@ -44,7 +71,9 @@ def test_bench_bad_arguments(stack):
     for args, msg in ((['--workloads', 'nosuch'], "unknown workload"),
                       (['--shares', 'nosuch'], "unknown share"),
                       (['--reps', '0'], "--reps"),
-                      (['--shares', ''], "--shares needs")):
+                      (['--shares', ''], "--shares needs"),
+                      (['--issue4', '--shares', 'glusterfs'],
+                       "--issue4 chooses")):
         p = subprocess.run([run] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True,
                            timeout=120)
