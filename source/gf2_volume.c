@@ -189,6 +189,21 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 			    "caching: %s\n", p->volname, strerror(errno));
 	}
 
+	/*
+	 * Let md-cache fetch the xattrs smbd asks for after every listing
+	 * (DOS attributes, NT ACLs, streams, fruit metadata) with each
+	 * readdirplus and answer those lookups from memory, as the volume
+	 * option performance.cache-samba-metadata does.  md-cache's own
+	 * coherence rules apply: its timeout, and upcall invalidation when
+	 * the volume has features.cache-invalidation on.
+	 */
+	ret = glfs_set_xlator_option(vol->fs, "*-md-cache",
+				     "cache-samba-metadata", "true");
+	if (ret < 0) {
+		DBG_WARNING("volume %s: cannot enable md-cache samba metadata "
+			    "caching: %s\n", p->volname, strerror(errno));
+	}
+
 	/* The snapshot entry point (.snaps) appears under the share root. */
 	ret = glfs_set_xlator_option(vol->fs, "*-snapview-client",
 				     "snapdir-entry-path", p->connectpath);
