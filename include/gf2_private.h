@@ -35,6 +35,7 @@ struct gf2_volume_params {
 	const char *volname;
 	const struct gf2_volfile_server *servers;
 	size_t num_servers;
+	bool client_io_threads_off;	/* bypass client-side io-threads */
 	const char *logfile;	/* NULL: gfapi's default */
 	int loglevel;
 	const char *connectpath;	/* snapshot entry point */

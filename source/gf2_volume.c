@@ -118,9 +118,10 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 
 	gf2_format_volfile_servers(p->servers, p->num_servers,
 				   servers, sizeof(servers));
-	key = talloc_asprintf(talloc_tos(), "%s|%s|%s|%d|%s", p->volname,
+	key = talloc_asprintf(talloc_tos(), "%s|%s|%s|%d|%s|%d", p->volname,
 			      servers, p->logfile ? p->logfile : "",
-			      p->loglevel, p->connectpath);
+			      p->loglevel, p->connectpath,
+			      (int)p->client_io_threads_off);
 	if (key == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -202,6 +203,23 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 	if (ret < 0) {
 		DBG_WARNING("volume %s: cannot enable md-cache samba metadata "
 			    "caching: %s\n", p->volname, strerror(errno));
+	}
+
+	/*
+	 * Client-side io-threads sits above md-cache: every call, even one
+	 * md-cache answers from memory, would hop to one of its threads and
+	 * back.  smbd's calls are either asynchronous already (the data
+	 * path) or wait for their answer anyway, so run them in the calling
+	 * thread.
+	 */
+	if (p->client_io_threads_off) {
+		ret = glfs_set_xlator_option(vol->fs, "*-io-threads",
+					     "pass-through", "true");
+		if (ret < 0) {
+			DBG_WARNING("volume %s: cannot bypass client "
+				    "io-threads: %s\n", p->volname,
+				    strerror(errno));
+		}
 	}
 
 	/* The snapshot entry point (.snaps) appears under the share root. */

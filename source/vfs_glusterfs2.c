@@ -428,6 +428,9 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	params.logfile = logfile;
 	params.loglevel = gf2_option_loglevel(snum, service);
 	params.connectpath = handle->conn->connectpath;
+	params.client_io_threads_off = !gf2_opt_bool(snum, service,
+						    "client io-threads",
+						    false);
 
 	c = talloc_zero(handle->conn, struct gf2_conn);
 	if (c == NULL) {
