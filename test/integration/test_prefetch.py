@@ -4,10 +4,12 @@ documented bounds.
 glusterfs2 share: prefetch on, coherence "age", max age 250 ms (defaults).
 glusterfs2-strict share: coherence "strict" (prefetched data only under a
 read lease or oplock; python3-smbc takes neither, so reads go to Gluster).
+glusterfs2-longage share: max age 60 s, for the upcall test.
 """
 
 import hashlib
 import os
+import subprocess
 import time
 
 import pytest
@@ -111,6 +113,7 @@ def _fuse_writer(stack, tmpname):
 
 
 NEW = pattern(ord('B'), 32 * MiB)[8 * MiB:9 * MiB]
+OLD = pattern(ord('A'), 32 * MiB)[8 * MiB:9 * MiB]
 
 
 def test_writer_other_connection_seen_after_max_age(stack, tmpname):
@@ -157,3 +160,38 @@ def test_strict_mode_never_stale(stack, tmpname):
                              _fuse_writer(stack, tmpname),
                              stack, tmpname, 0)
     assert got == NEW
+
+
+def _set_cache_invalidation(stack, value):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'set',
+                    stack['GLUSTER_VOLUME'], 'features.cache-invalidation',
+                    value], check=True, stdout=subprocess.DEVNULL)
+    # let the bricks and the clients take the new graph options
+    time.sleep(2)
+
+
+def test_fuse_writer_seen_through_upcall(stack, tmpname):
+    """Share glusterfs2-longage keeps prefetched data up to 60 s.  Without
+    upcalls a FUSE write 0.5 s earlier is not seen yet (the documented age
+    bound, and proof that the range was prefetched); with
+    features.cache-invalidation on, Gluster's upcall drops the data and the
+    reader sees the write."""
+    try:
+        _set_cache_invalidation(stack, 'off')
+        got = _stream_then_check('glusterfs2-longage',
+                                 _fuse_writer(stack, tmpname),
+                                 stack, tmpname, 0.5)
+        assert got == OLD, 'the range was not prefetched: test is void'
+        _set_cache_invalidation(stack, 'on')
+        for _ in range(2):
+            got = _stream_then_check('glusterfs2-longage',
+                                     _fuse_writer(stack, tmpname),
+                                     stack, tmpname, 0.5)
+            assert got == NEW
+        # another smbd process as the writer: same
+        got = _stream_then_check('glusterfs2-longage',
+                                 _smb_writer(stack, 'glusterfs2', tmpname),
+                                 stack, tmpname, 0.5)
+        assert got == NEW
+    finally:
+        _set_cache_invalidation(stack, 'off')
