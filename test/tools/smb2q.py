@@ -1,0 +1,723 @@
+#!/usr/bin/python3
+"""smb2q: an SMB2 client that keeps exactly D requests in flight.
+
+libsmbclient and smbclient decide themselves how many SMB2 requests they
+have outstanding.  smb2q sets up a session with impacket (NTLM user and
+password, SMB 3.0 or 2.1, no signing or encryption unless the server
+requires signing) and then drives the data path itself: it sends READ or
+WRITE requests until D of them are outstanding, and sends the next one
+only when a response has completed one of them, so that exactly D stay in
+flight until the end of the file.  It records the largest number of
+requests it ever had outstanding and fails if that is not D (a client
+that silently serialised would make a depth test meaningless).
+
+Data path details (why not impacket's read()/write()/recvSMB()):
+
+  - Requests go out through impacket's SMB3.sendSMB(), which assigns and
+    returns the message id (and signs when signing is on).  The packets
+    are RawPacket objects (header packed with one struct call) rather than
+    impacket Structures, whose packing costs ~0.5 ms per request.
+  - A multi-credit request (CreditCharge = ceil(length / 64 KiB)) consumes
+    CreditCharge message ids, but sendSMB advances the sequence window by
+    one (impacket moves it on when the response arrives, too late with
+    several large requests in flight), so smb2q moves it on by
+    CreditCharge-1 right after sending.
+  - Responses are collected by message id with smb2q's own receive loop
+    on the session's socket, not with recvSMB(): recvSMB drops interim
+    (STATUS_PENDING) responses and the credits they grant (Samba grants
+    the credits of an async request on its interim response and none on
+    the final one), moves the sequence window on at receipt, and builds
+    large frames by repeated bytes concatenation.
+  - Credits: smb2q counts what it holds (granted minus charged, starting
+    from a conservative 1 after impacket's setup calls) and first sends
+    ECHO requests until it holds enough for its whole window.  sendSMB
+    asks for 127 credits with every request; Samba grants what is asked,
+    up to 8192 in all, so the window never runs dry once it is full.
+  - An interim response (STATUS_PENDING, async flag) leaves its request
+    outstanding; the final response completes it.  Their number is
+    reported as interim_responses.
+  - Requests outstanding = sent and not yet finally answered, counted
+    after every send; max_outstanding_observed is its maximum (the smaller
+    of the two phases' maxima for roundtrip, so == depth means both
+    reached it).
+  - No tree disconnect or logoff at the end: the file is closed and the
+    TCP connection dropped (the stock module's tree disconnect waits ~10 s
+    for glfs_fini).  `abandon` instead resets the connection (SO_LINGER 0)
+    with every request still unanswered.
+  - server_pid/server_ppid in the output: the local process holding the
+    server end of the connection (found through /proc when the server runs
+    on this machine), i.e. the smbd child that served it.
+
+Data pattern: byte o of the stream is byte o of the AES-128-CTR keystream
+with key sha256("smb2q:" + seed)[:16] and counter block o // 16 (a
+128-bit big-endian integer), so any range can be generated on its own and
+a block read from the wrong offset never matches.  OpenSSL (through
+python3-cryptography) makes 2-3 GB/s of it on one core.  This is not
+test/bench/pattern.h's pattern.
+
+Exit status: 0 success, 1 failure (data mismatch, an NTSTATUS error, a
+timeout waiting for responses, depth not reached), 2 bad arguments.
+Results are printed as one JSON object on stdout; errors go to stderr.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import select
+import socket
+import struct
+import sys
+import time
+
+try:
+    from impacket import smb3, smb3structs as s3, nt_errors
+except ImportError:                                     # pragma: no cover
+    smb3 = None
+
+try:
+    from cryptography.hazmat.primitives.ciphers import (Cipher, algorithms,
+                                                        modes)
+except ImportError:                                     # pragma: no cover
+    Cipher = None
+
+MAX_REQ = 8 << 20           # Samba's default smb2 max read/write
+MAX_CREDITS = 8192          # Samba's default smb2 max credits
+CREDIT_RESERVE = 64         # kept back for create/close/echo
+
+STATUS_SUCCESS = 0
+STATUS_PENDING = 0x00000103
+FLAG_ASYNC = 0x00000002
+HDR = struct.Struct('<4sHHIHHIIQQQ16s')     # the 64-byte SMB2 header
+NBT = struct.Struct('>I')
+
+
+class Failure(Exception):
+    """A test failure: exit status 1."""
+
+
+class Usage(Exception):
+    """A bad argument: exit status 2."""
+
+
+def status_name(code):
+    try:
+        return nt_errors.ERROR_MESSAGES[code][0]
+    except (KeyError, TypeError, NameError):
+        return 'NTSTATUS 0x%08x' % code
+
+
+def status_str(code):
+    return '%s (0x%08x)' % (status_name(code), code)
+
+
+def parse_size(text, what):
+    m = re.match(r'^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$', text, re.I)
+    if not m:
+        raise Usage('%s: %r is not a size (a number with an optional '
+                    'K, M, G or T suffix)' % (what, text))
+    n = int(m.group(1))
+    n <<= {'': 0, 'k': 10, 'm': 20, 'g': 30, 't': 40}[m.group(2).lower()]
+    return n
+
+
+class Pattern:
+    """Byte o = AES-128-CTR keystream byte o under key(seed)."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, seed):
+        self.key = hashlib.sha256(b'smb2q:' + str(seed).encode()).digest()[:16]
+        self._zero = b''
+        self._chunks = {}           # small cache of 1 MiB-aligned chunks
+        if Cipher is None:
+            from Cryptodome.Cipher import AES
+            self._aes = AES
+
+    def _zeros(self, n):
+        if len(self._zero) < n:
+            self._zero = bytes(max(n, self.CHUNK))
+        return memoryview(self._zero)[:n]
+
+    def generate(self, off, n):
+        """The pattern of [off, off + n), computed."""
+        skip = off & 15
+        block = off >> 4
+        z = self._zeros(n + skip)
+        if Cipher is not None:
+            enc = Cipher(algorithms.AES(self.key),
+                         modes.CTR(block.to_bytes(16, 'big'))).encryptor()
+            out = enc.update(z)
+        else:
+            out = self._aes.new(self.key, self._aes.MODE_CTR, nonce=b'',
+                                initial_value=block).encrypt(z)
+        return out[skip:] if skip else out
+
+    def _chunk(self, i):
+        c = self._chunks.get(i)
+        if c is None:
+            if len(self._chunks) >= 16:
+                del self._chunks[min(self._chunks)]
+            c = self._chunks[i] = self.generate(i * self.CHUNK, self.CHUNK)
+        return c
+
+    def get(self, off, n):
+        """The pattern of [off, off + n); small ranges are cut from cached
+        1 MiB chunks (setting up a cipher costs more than 64 KiB of it)."""
+        if n >= self.CHUNK // 2:
+            return self.generate(off, n)
+        i, j = divmod(off, self.CHUNK)
+        if j + n <= self.CHUNK:
+            return self._chunk(i)[j:j + n]
+        return self._chunk(i)[j:] + self._chunk(i + 1)[:j + n - self.CHUNK]
+
+
+def first_mismatch(expected, got):
+    """Index of the first differing byte (len(shorter) if one is a prefix)."""
+    n = min(len(expected), len(got))
+    lo = 0
+    step = 4096
+    while lo < n:
+        hi = min(n, lo + step)
+        if expected[lo:hi] != got[lo:hi]:
+            for i in range(lo, hi):
+                if expected[i] != got[i]:
+                    return i
+        lo = hi
+    return n
+
+
+def local_peer_pid(sock):
+    """PID of the local process that holds the other end of the TCP
+    connection `sock` (the smbd child serving it when the server runs on
+    this machine), or None when it cannot be found (remote server, no
+    permission)."""
+    try:
+        lport = sock.getsockname()[1]
+        rport = sock.getpeername()[1]
+    except OSError:
+        return None
+    targets = set()
+    for name in ('/proc/net/tcp', '/proc/net/tcp6'):
+        try:
+            with open(name) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 10:
+                continue
+            if int(parts[1].rsplit(':', 1)[1], 16) == rport and \
+                    int(parts[2].rsplit(':', 1)[1], 16) == lport:
+                targets.add('socket:[%s]' % parts[9])
+    if not targets:
+        return None
+    me = os.getpid()
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            fds = os.listdir('/proc/%s/fd' % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink('/proc/%s/fd/%s' % (pid, fd)) in targets:
+                    return int(pid)
+            except OSError:
+                pass
+    return None
+
+
+def parent_pid(pid):
+    """Parent of a local process, or None."""
+    if pid is None:
+        return None
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class RawPacket:
+    """What impacket's sendSMB() and signSMB() need of a packet (item
+    access to the header fields, .fields, getData()), with the header
+    packed by one struct call and the body kept as bytes: impacket's
+    Structure packing costs ~0.5 ms per request, more than the rest of the
+    data path at 64 KiB requests."""
+
+    NAMES = ('CreditCharge', 'Command', 'CreditRequestResponse', 'Flags',
+             'MessageID', 'TreeID', 'SessionID', 'Signature')
+    PACK = struct.Struct('<4sHHIHHIIQIIQ16s')
+
+    def __init__(self, command, tree_id, body):
+        self.fields = {'Command': command, 'TreeID': tree_id, 'Flags': 0,
+                       'CreditRequestResponse': 0, 'MessageID': 0,
+                       'SessionID': 0, 'Signature': b'\0' * 16}
+        self.body = body
+
+    def __getitem__(self, k):
+        return self.fields[k]
+
+    def __setitem__(self, k, v):
+        if k not in self.NAMES:
+            raise KeyError(k)
+        if k == 'Signature' and isinstance(v, str):
+            v = v.encode('latin-1')
+        self.fields[k] = v
+
+    def getData(self):
+        f = self.fields
+        return self.PACK.pack(
+            b'\xfeSMB', 64, f.get('CreditCharge', 0), 0, f['Command'],
+            f['CreditRequestResponse'], f['Flags'], 0, f['MessageID'], 0,
+            f['TreeID'], f['SessionID'], f['Signature']) + self.body
+
+
+READ_REQ = struct.Struct('<HBBIQ16sIIIHHB')     # 49 bytes, 1 buffer byte
+WRITE_REQ = struct.Struct('<HHIQ16sIIHHI')      # 48 bytes, then the data
+
+
+class Conn:
+    """One SMB2 session and tree connect, with a pipelined data path."""
+
+    def __init__(self, host, port, user, password, share, dialect='3.0',
+                 domain='', timeout=120.0):
+        self.timeout = timeout
+        self.share = share
+        pref = {'3.0': s3.SMB2_DIALECT_30, '2.1': s3.SMB2_DIALECT_21}[dialect]
+        try:
+            self.c = smb3.SMB3(host, host, sess_port=port,
+                               preferredDialect=pref, timeout=timeout)
+        except smb3.SessionError as e:
+            raise Failure('negotiate with %s:%d failed: %s' % (
+                host, port, status_str(e.get_error_code())))
+        except Exception as e:      # socket errors, impacket's NetBIOSError
+            raise Failure('cannot connect to %s:%d: %s' % (host, port, e))
+        # impacket enforces SMB3 encryption whenever the server offers it;
+        # smb2q measures the plain data path.
+        self.c._Connection['SupportsEncryption'] = False
+        try:
+            self.c.login(user, password, domain)
+        except smb3.SessionError as e:
+            raise Failure('session setup as %r failed: %s' % (
+                user, status_str(e.get_error_code())))
+        try:
+            self.tid = self.c.connectTree(share)
+        except smb3.SessionError as e:
+            raise Failure('tree connect to share %r failed: %s' % (
+                share, status_str(e.get_error_code())))
+        if self.c._Session['SessionFlags'] & s3.SMB2_SESSION_FLAG_ENCRYPT_DATA:
+            raise Failure('the server requires encryption; smb2q does not '
+                          'support encrypted sessions')
+        self.sock = self.c._NetBIOSSession.get_socket()
+        self.credits = 1            # conservative: what we know we hold
+        self.dialect = self.c._Connection['Dialect']
+        self.multicredit = self.c._Connection['SupportsMultiCredit']
+        self.interims = 0
+        self.pending = {}           # message id -> request record
+        self.server_pid = local_peer_pid(self.sock)
+
+    # -- low level ---------------------------------------------------------
+
+    def charge(self, length):
+        if self.dialect == s3.SMB2_DIALECT_002 or not self.multicredit:
+            return 1
+        return max(1, (length + 65535) // 65536)
+
+    def send(self, packet, charge):
+        """Send one request with impacket's sendSMB; returns its message
+        id.  Keeps impacket's sequence window past the CreditCharge ids
+        this request consumes."""
+        if charge > self.credits:
+            raise Failure('internal: sending a request of %d credits while '
+                          'holding %d' % (charge, self.credits))
+        packet['CreditCharge'] = charge
+        mid = self.c.sendSMB(packet)
+        self.c._Connection['SequenceWindow'] += charge - 1
+        self.credits -= charge
+        return mid
+
+    def _recv_exact(self, n, deadline):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            self.sock.settimeout(left)
+            k = self.sock.recv_into(view[got:])
+            if k == 0:
+                raise Failure('the server closed the connection (%d '
+                              'requests outstanding)' % len(self.pending))
+            got += k
+        return buf
+
+    def recv_frame(self):
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                hdr = self._recv_exact(4, deadline)
+                (word,) = NBT.unpack(hdr)
+                if word >> 24 != 0:         # NetBIOS keepalive etc.
+                    length = word & 0x1ffff
+                    self._recv_exact(length, deadline) if length else None
+                    continue
+                return self._recv_exact(word & 0xffffff, deadline)
+            except socket.timeout:
+                mids = sorted(self.pending)
+                raise Failure(
+                    'no response from the server for %.0f s with %d '
+                    'requests outstanding (message ids %s%s): a lost '
+                    'completion?' % (self.timeout, len(self.pending),
+                                     mids[:8], '...' if len(mids) > 8 else ''))
+
+    def recv_responses(self):
+        """Read one frame; yield (message id, status, frame, start, end)
+        for each final response in it (compound chains included; the
+        response is frame[start:end]).  Every response's credit grant is
+        counted; interim responses are consumed here and not yielded."""
+        frame = self.recv_frame()
+        if frame[:4] == b'\xfdSMB':
+            raise Failure('encrypted response received; not supported')
+        pos = 0
+        while True:
+            h = HDR.unpack_from(frame, pos)
+            if h[0] != b'\xfeSMB':
+                raise Failure('not an SMB2 response (protocol id %r)' % h[0])
+            status, credit, flags, nxt, mid = h[3], h[5], h[6], h[7], h[8]
+            self.credits += credit
+            if status == STATUS_PENDING and flags & FLAG_ASYNC:
+                self.interims += 1
+                if mid in self.pending:
+                    self.pending[mid]['interim'] = True
+            else:
+                end = pos + nxt if nxt else len(frame)
+                yield mid, status, frame, pos, end
+            if not nxt:
+                break
+            pos += nxt
+
+    def ensure_credits(self, need):
+        """ECHO until we hold `need` credits."""
+        if need > MAX_CREDITS - CREDIT_RESERVE:
+            raise Usage('this run needs %d credits in flight; Samba grants '
+                        'at most %d' % (need, MAX_CREDITS))
+        rounds = 0
+        while self.credits < need:
+            n = max(1, min(self.credits, 32))
+            mids = set()
+            for _ in range(n):
+                p = self.c.SMB_PACKET()
+                p['Command'] = s3.SMB2_ECHO
+                p['Data'] = s3.SMB2Echo()
+                mid = self.send(p, 1)
+                mids.add(mid)
+                self.pending[mid] = {'what': 'echo'}
+            while mids:
+                for mid, status, _f, _p, _e in self.recv_responses():
+                    if mid not in mids:
+                        raise Failure('response to unexpected message id %d'
+                                      % mid)
+                    mids.discard(mid)
+                    self.pending.pop(mid, None)
+                    if status != STATUS_SUCCESS:
+                        raise Failure('ECHO failed: %s' % status_str(status))
+            rounds += 1
+            if rounds > 200:
+                raise Failure('the server does not grant credits: holding %d '
+                              'after %d rounds of ECHO, need %d' % (
+                                  self.credits, rounds, need))
+
+    # -- file handles ------------------------------------------------------
+
+    def open(self, path, write, create):
+        path = path.replace('/', '\\').lstrip('\\')
+        access = s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE
+        if write:
+            access |= (s3.FILE_WRITE_DATA | s3.FILE_APPEND_DATA |
+                       s3.FILE_WRITE_ATTRIBUTES)
+        disp = s3.FILE_OVERWRITE_IF if create else s3.FILE_OPEN
+        # impacket's create() and close() are plain request/response calls
+        # of charge 1 made with nothing of ours in flight; each response
+        # grants at least the credit it cost, so our count (a lower bound
+        # of what we hold) stays right without counting them.
+        try:
+            fid = self.c.create(self.tid, path, access,
+                                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                                s3.FILE_SHARE_DELETE,
+                                s3.FILE_NON_DIRECTORY_FILE, disp,
+                                s3.FILE_ATTRIBUTE_NORMAL)
+        except smb3.SessionError as e:
+            raise Failure('create %r on share %r failed: %s' % (
+                path, self.share, status_str(e.get_error_code())))
+        return fid
+
+    def close(self, fid):
+        try:
+            self.c.close(self.tid, fid)
+        except smb3.SessionError as e:
+            raise Failure('close failed: %s' % status_str(e.get_error_code()))
+
+    def drop(self):
+        """Close the TCP connection without tree disconnect or logoff: a
+        gfapi share's tree disconnect waits for glfs_fini (~10 s with the
+        stock module), and smbd tears the session down on disconnect
+        anyway."""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def abort(self):
+        """Close the socket abruptly (RST), whatever is in flight."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                 struct.pack('ii', 1, 0))
+        except OSError:
+            pass
+        self.sock.close()
+
+    # -- requests ----------------------------------------------------------
+
+    def read_packet(self, fid, off, n):
+        return RawPacket(s3.SMB2_READ, self.tid, READ_REQ.pack(
+            49, 0x50, 0, n, off, fid, 0, 0, 0, 0, 0, 0))
+
+    def write_packet(self, fid, off, data):
+        return RawPacket(s3.SMB2_WRITE, self.tid, WRITE_REQ.pack(
+            49, 64 + 48, len(data), off, fid, 0, 0, 0, 0, 0) + data)
+
+    def pipeline(self, fid, kind, size, req, depth, pattern):
+        """Move `size` bytes with `depth` requests of `req` bytes in
+        flight.  Writes send the pattern; reads check every byte against
+        it.  Returns (sha256 hex of the stream in offset order, seconds,
+        max outstanding observed)."""
+        assert kind in ('read', 'write')
+        self.ensure_credits(depth * self.charge(req) + 1)
+        h = hashlib.sha256()
+        hashed = 0                  # stream hashed up to here
+        done = {}                   # completed read data beyond `hashed`
+        nxt = 0
+        maxout = 0
+        pend = self.pending
+        t0 = time.monotonic()
+        while nxt < size or pend:
+            while nxt < size and len(pend) < depth:
+                n = min(req, size - nxt)
+                ch = self.charge(n)
+                if ch > self.credits:
+                    if not pend:
+                        raise Failure('out of credits: holding %d, need %d'
+                                      % (self.credits, ch))
+                    break
+                if kind == 'write':
+                    data = pattern.get(nxt, n)
+                    h.update(data)
+                    pkt = self.write_packet(fid, nxt, data)
+                else:
+                    pkt = self.read_packet(fid, nxt, n)
+                mid = self.send(pkt, ch)
+                pend[mid] = {'off': nxt, 'len': n}
+                nxt += n
+                if len(pend) > maxout:
+                    maxout = len(pend)
+            for mid, status, frame, pos, end in self.recv_responses():
+                rq = pend.pop(mid, None)
+                if rq is None:
+                    raise Failure('response to unknown message id %d '
+                                  '(status %s)' % (mid, status_str(status)))
+                off, n = rq['off'], rq['len']
+                if status != STATUS_SUCCESS:
+                    raise Failure('%s of %d bytes at offset %d failed: %s' % (
+                        kind.upper(), n, off, status_str(status)))
+                if kind == 'write':
+                    (count,) = struct.unpack_from('<I', frame, pos + 68)
+                    if count != n:
+                        raise Failure('WRITE at offset %d: %d of %d bytes '
+                                      'written' % (off, count, n))
+                    continue
+                doff, = struct.unpack_from('<B', frame, pos + 66)
+                dlen, = struct.unpack_from('<I', frame, pos + 68)
+                got = bytes(memoryview(frame)[pos + doff:pos + doff + dlen])
+                if dlen != n:
+                    raise Failure('READ at offset %d: short read, %d of %d '
+                                  'bytes' % (off, dlen, n))
+                exp = pattern.get(off, n)
+                if got != exp:
+                    i = first_mismatch(exp, got)
+                    raise Failure(
+                        'MISMATCH at offset %d (in the READ of %d bytes at '
+                        'offset %d): expected %s, got %s' % (
+                            off + i, n, off, exp[i:i + 16].hex(),
+                            got[i:i + 16].hex()))
+                if off == hashed:
+                    h.update(got)
+                    hashed += n
+                    while hashed in done:
+                        b = done.pop(hashed)
+                        h.update(b)
+                        hashed += len(b)
+                else:
+                    done[off] = got
+        secs = time.monotonic() - t0
+        if kind == 'read':
+            assert hashed == size and not done, (hashed, size, len(done))
+        nreq = (size + req - 1) // req
+        if maxout < min(depth, nreq):
+            raise Failure('%s: at most %d requests were outstanding, never '
+                          'the %d asked for' % (kind, maxout,
+                                                min(depth, nreq)))
+        return h.hexdigest(), secs, maxout
+
+    def abandon(self, fid, size, req, depth, pattern):
+        """Put `depth` reads and `depth` writes in flight, then close the
+        socket abruptly without reading any response."""
+        self.ensure_credits(2 * depth * self.charge(req) + 1)
+        sent = {'read': 0, 'write': 0}
+        span = max(req, size)
+        for i in range(depth):
+            off = (i * req) % span
+            n = min(req, span - off)
+            self.send(self.read_packet(fid, off, n), self.charge(n))
+            sent['read'] += 1
+        for i in range(depth):
+            off = (i * req) % span
+            n = min(req, span - off)
+            self.send(self.write_packet(fid, off, pattern.get(off, n)),
+                      self.charge(n))
+            sent['write'] += 1
+        # Whatever arrived while sending, unread: the kernel answers the
+        # close with an RST.
+        ready = select.select([self.sock], [], [], 0)[0]
+        self.abort()
+        return sent, bool(ready)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog='smb2q',
+        description='SMB2 client with exactly DEPTH requests in flight; '
+                    'writes and verifies a deterministic data pattern.')
+    p.add_argument('--host', required=True)
+    p.add_argument('--port', type=int, default=445)
+    p.add_argument('--user', required=True)
+    p.add_argument('--password', required=True)
+    p.add_argument('--domain', default='')
+    p.add_argument('--share', required=True)
+    p.add_argument('--file', required=True,
+                   help='path of the file inside the share')
+    p.add_argument('--size', required=True, help='bytes (K/M/G suffixes)')
+    p.add_argument('--depth', required=True, type=int,
+                   help='requests kept in flight')
+    p.add_argument('--req-size', required=True,
+                   help='bytes per request (K/M/G suffixes, at most 8M)')
+    p.add_argument('--seed', default='0', help='pattern seed (default 0)')
+    p.add_argument('--dialect', choices=('3.0', '2.1'), default='3.0')
+    p.add_argument('--timeout', type=float, default=120.0,
+                   help='seconds to wait for any response (default 120)')
+    p.add_argument('action', choices=('write', 'read', 'roundtrip',
+                                      'abandon'))
+    return p
+
+
+def mbps(size, secs):
+    return round(size / secs / 1e6, 1) if secs > 0 else None
+
+
+def run(args):
+    size = parse_size(args.size, '--size')
+    req = parse_size(args.req_size, '--req-size')
+    if size < 1:
+        raise Usage('--size must be at least 1 byte')
+    if not 1 <= req <= MAX_REQ:
+        raise Usage('--req-size must be between 1 and 8M, not %d' % req)
+    if not 1 <= args.depth <= 4096:
+        raise Usage('--depth must be between 1 and 4096, not %d' % args.depth)
+    if not 0 < args.port < 65536:
+        raise Usage('--port must be 1-65535')
+    charge = max(1, (req + 65535) // 65536)
+    need = args.depth * charge * (2 if args.action == 'abandon' else 1)
+    if need + 1 > MAX_CREDITS - CREDIT_RESERVE:
+        raise Usage('--depth %d with --req-size %d needs %d credits in '
+                    'flight; Samba grants at most %d' % (
+                        args.depth, req, need, MAX_CREDITS))
+    if smb3 is None:
+        raise Failure('python3-impacket is not installed (run '
+                      'scripts/install-deps)')
+    pattern = Pattern(args.seed)
+    conn = Conn(args.host, args.port, args.user, args.password, args.share,
+                args.dialect, args.domain, args.timeout)
+    out = {'action': args.action, 'share': args.share, 'file': args.file,
+           'size': size, 'depth': args.depth, 'req_size': req,
+           'seed': args.seed, 'server_pid': conn.server_pid,
+           'server_ppid': parent_pid(conn.server_pid)}
+    try:
+        if args.action == 'abandon':
+            fid = conn.open(args.file, write=True, create=False)
+            sent, seen = conn.abandon(fid, size, req, args.depth, pattern)
+            out.update({'reads_in_flight': sent['read'],
+                        'writes_in_flight': sent['write'],
+                        'responses_waiting_at_close': seen})
+            return out
+        phases = []
+        if args.action in ('write', 'roundtrip'):
+            phases.append('write')
+        if args.action in ('read', 'roundtrip'):
+            phases.append('read')
+        for kind in phases:
+            fid = conn.open(args.file, write=(kind == 'write'),
+                            create=(kind == 'write'))
+            digest, secs, maxout = conn.pipeline(fid, kind, size, req,
+                                                 args.depth, pattern)
+            conn.close(fid)
+            out[kind + '_sha256'] = digest
+            out[kind + '_seconds'] = round(secs, 3)
+            out[kind + '_MBps'] = mbps(size, secs)
+            out[kind + '_max_outstanding'] = maxout
+        if args.action == 'roundtrip' and \
+                out['write_sha256'] != out['read_sha256']:
+            raise Failure('read back sha256 %s, wrote %s' % (
+                out['read_sha256'], out['write_sha256']))
+        out['sha256'] = out[phases[-1] + '_sha256']
+        # == depth only if every phase reached it
+        out['max_outstanding_observed'] = min(
+            out[k + '_max_outstanding'] for k in phases)
+        out['interim_responses'] = conn.interims
+        conn.drop()
+        return out
+    except BaseException:
+        conn.abort()
+        raise
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)      # exits 2 on bad arguments
+    try:
+        out = run(args)
+    except Usage as e:
+        print('smb2q: error: %s' % e, file=sys.stderr)
+        return 2
+    except Failure as e:
+        print('smb2q: FAILED: %s' % e, file=sys.stderr)
+        return 1
+    except smb3.SessionError as e:
+        print('smb2q: FAILED: %s' % status_str(e.get_error_code()),
+              file=sys.stderr)
+        return 1
+    except (OSError, EOFError) as e:
+        print('smb2q: FAILED: %s: %s' % (type(e).__name__, e),
+              file=sys.stderr)
+        return 1
+    print(json.dumps(out, sort_keys=True))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
