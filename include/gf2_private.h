@@ -43,6 +43,7 @@ struct gf2_volume_params {
 
 struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p);
 void gf2_volume_put(struct gf2_volume *vol);
+void gf2_volume_loop_gone(void);
 void gf2_volume_io_begin(struct gf2_volume *vol);
 void gf2_volume_io_end(struct gf2_volume *vol);
 

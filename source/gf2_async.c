@@ -35,8 +35,10 @@
  *     comes while Gluster owns a call is deferred to that call's
  *     completion, because gfapi drops the completion of a call whose
  *     glfs_fd was closed, and glfs_fini frees what callbacks use.
- *   - The threaded context lives as long as the tevent context it was
- *     made for (smbd's main context lives as long as the process).
+ *   - The threaded context outlives the tevent context it was made for
+ *     (see gf2_get_tctx): a completion that arrives after smbd freed its
+ *     event context on exit is dropped by tevent, and volumes still
+ *     waiting for completions are released then.
  */
 
 #include "includes.h"
@@ -50,18 +52,38 @@
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
-/* One threaded context per tevent context, made in the main thread. */
+/*
+ * One threaded context per tevent context, made in the main thread.
+ *
+ * It must outlive the tevent context: smbd frees its event context on the
+ * way out (exit_server) while Gluster may still answer calls that were in
+ * flight when the client went away, and gf2_io_cbk then schedules on the
+ * threaded context from Gluster's thread.  So the gf2_tctx and its
+ * threaded context hang off the NULL context and are never freed (one per
+ * event context, that is one per process): when the event context goes,
+ * tevent detaches the threaded context, and a late completion scheduled
+ * on it is dropped harmlessly.  A sentinel allocated under the event
+ * context unlinks the entry then, and releases volumes whose teardown
+ * was waiting for completions that can no longer arrive.
+ */
 struct gf2_tctx {
 	struct gf2_tctx *prev, *next;
 	struct tevent_context *ev;
 	struct tevent_threaded_context *tctx;
 };
 
+struct gf2_tctx_sentinel {
+	struct gf2_tctx *t;
+};
+
 static struct gf2_tctx *gf2_tctxs;
 
-static int gf2_tctx_destructor(struct gf2_tctx *t)
+static int gf2_tctx_sentinel_destructor(struct gf2_tctx_sentinel *s)
 {
-	DLIST_REMOVE(gf2_tctxs, t);
+	DLIST_REMOVE(gf2_tctxs, s->t);
+	s->t->ev = NULL;
+	/* No main loop any more: nothing will complete into it. */
+	gf2_volume_loop_gone();
 	return 0;
 }
 
@@ -69,25 +91,33 @@ static struct tevent_threaded_context *gf2_get_tctx(
 	struct tevent_context *ev)
 {
 	struct gf2_tctx *t = NULL;
+	struct gf2_tctx_sentinel *s = NULL;
 
 	for (t = gf2_tctxs; t != NULL; t = t->next) {
 		if (t->ev == ev) {
 			return t->tctx;
 		}
 	}
-	t = talloc_zero(ev, struct gf2_tctx);
+	t = talloc_zero(NULL, struct gf2_tctx);
 	if (t == NULL) {
+		return NULL;
+	}
+	s = talloc_zero(ev, struct gf2_tctx_sentinel);
+	if (s == NULL) {
+		TALLOC_FREE(t);
 		return NULL;
 	}
 	t->ev = ev;
 	t->tctx = tevent_threaded_context_create(t, ev);
 	if (t->tctx == NULL) {
 		DBG_ERR("tevent_threaded_context_create failed\n");
+		TALLOC_FREE(s);
 		TALLOC_FREE(t);
 		return NULL;
 	}
+	s->t = t;
 	DLIST_ADD(gf2_tctxs, t);
-	talloc_set_destructor(t, gf2_tctx_destructor);
+	talloc_set_destructor(s, gf2_tctx_sentinel_destructor);
 	return t->tctx;
 }
 

@@ -283,6 +283,30 @@ void gf2_volume_put(struct gf2_volume *vol)
 	gf2_volume_destroy(vol);
 }
 
+/*
+ * smbd's event loop is gone (the process is exiting): completions of calls
+ * still in flight will never be processed, so release every volume that
+ * no tree connect uses now instead of waiting for them.  glfs_fini waits
+ * for the calls Gluster still owns; their callbacks only touch memory
+ * that is never freed before exit (the orphaned gf2_io and the threaded
+ * context).
+ */
+void gf2_volume_loop_gone(void)
+{
+	struct gf2_volume *vol = NULL;
+	struct gf2_volume *next = NULL;
+
+	for (vol = gf2_volumes; vol != NULL; vol = next) {
+		next = vol->next;
+		if (vol->tcons == 0) {
+			DBG_NOTICE("volume %s: %u calls in flight at exit, "
+				   "releasing\n", vol->volname, vol->inflight);
+			vol->inflight = 0;
+			gf2_volume_destroy(vol);
+		}
+	}
+}
+
 void gf2_volume_io_begin(struct gf2_volume *vol)
 {
 	vol->inflight += 1;
