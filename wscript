@@ -64,6 +64,7 @@ MODULE_SOURCES = [
     'source/gf2_async.c',
     'source/gf2_upcall.c',
     'source/gf2_prefetch.c',
+    'source/gf2_stats.c',
 ]
 
 UNIT_TESTS = [

@@ -55,6 +55,7 @@ struct gf2_conn {
 	glfs_t *fs;
 	char *cwd;		/* absolute path inside the volume */
 	struct gf2_pf_config *pf;	/* prefetch options of the share */
+	struct gf2_stats *st;		/* counters of the share, or NULL */
 };
 
 /*
@@ -71,6 +72,7 @@ struct gf2_fh {
 	glfs_fd_t *fd;
 	struct gf2_pf_file *pf;	/* prefetch state of the file, lazily */
 	struct gf2_volume *vol;
+	struct gf2_stats *st;	/* the share's counters, or NULL */
 	unsigned inflight;	/* asynchronous calls Gluster owns */
 	bool closing;		/* closed by smbd, calls still in flight */
 	bool is_dir;
@@ -100,6 +102,7 @@ struct gf2_io {
 	void (*done_fn)(struct gf2_io *io);
 	void *private_data;		/* owner; NULL once orphaned */
 	struct gf2_pf_file *wpf;	/* orphaned write: file to release */
+	struct timespec t0;		/* submitted */
 	/* Written by Gluster's thread before it schedules im. */
 	ssize_t ret;
 	int err;
@@ -190,6 +193,37 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 				    uint64_t file_size);
 ssize_t gf2_pf_read_recv(struct tevent_req *req,
 			 struct vfs_aio_state *aio_state);
+
+/* Per-share counters for admins (gf2_stats.c). */
+#define GF2_LAT_BUCKETS 12
+
+struct gf2_counters {
+	uint64_t reads;			/* read requests served */
+	uint64_t read_bytes;		/* bytes they returned */
+	uint64_t read_bytes_prefetch;	/* of which copied from prefetch */
+	uint64_t read_bytes_gluster;	/* of which read from Gluster */
+	uint64_t prefetch_bytes;	/* read ahead from Gluster */
+	uint64_t prefetch_unused;	/* read ahead, thrown away unread */
+	uint64_t writes;
+	uint64_t write_bytes;
+	uint64_t fsyncs;
+	uint64_t gluster_errors;	/* asynchronous calls that failed */
+	uint64_t gluster_calls;		/* asynchronous calls completed */
+	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
+};
+
+struct gf2_stats {
+	struct gf2_stats *prev, *next;
+	char *share;
+	uint64_t inflight;		/* Gluster calls in flight now */
+	struct gf2_counters c;
+};
+
+struct gf2_stats *gf2_stats_get(const char *share);
+void gf2_stats_changed(struct gf2_stats *st);
+void gf2_stats_lat(struct gf2_stats *st, uint64_t usec);
+void gf2_stats_connect(struct tevent_context *ev);
+void gf2_stats_disconnect(void);
 
 /* Gluster upcall invalidation (gf2_upcall.c). */
 bool gf2_upcall_register(struct gf2_volume *vol);

@@ -192,6 +192,10 @@ int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 	fh->inflight += 1;
 	gf2_volume_io_begin(fh->vol);
 	io->in_flight = true;
+	clock_gettime_mono(&io->t0);
+	if (fh->st != NULL) {
+		fh->st->inflight += 1;
+	}
 
 	switch (io->op) {
 	case GF2_IO_READ:
@@ -215,6 +219,9 @@ int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 
 		io->in_flight = false;
 		fh->inflight -= 1;
+		if (fh->st != NULL) {
+			fh->st->inflight -= 1;
+		}
 		gf2_volume_io_end(fh->vol);
 		return err;
 	}
@@ -251,6 +258,8 @@ struct gf2_rw_state {
 	struct vfs_aio_state aio_state;
 	ssize_t ret;
 	struct gf2_pf_file *wpf;	/* write: file whose prefetch waits */
+	struct gf2_stats *st;
+	enum gf2_io_op op;
 	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
 };
 
@@ -303,6 +312,12 @@ static void gf2_rw_finish(struct tevent_req *req, int err)
 		return;
 	}
 	state->ret = state->done;
+	if (state->st != NULL && state->op == GF2_IO_WRITE) {
+		state->st->c.writes += 1;
+		state->st->c.write_bytes += state->done;
+	} else if (state->st != NULL && state->op == GF2_IO_FSYNC) {
+		state->st->c.fsyncs += 1;
+	}
 	tevent_req_done(req);
 }
 
@@ -333,7 +348,18 @@ static void gf2_io_done(struct tevent_context *ev,
 			void *private_data)
 {
 	struct gf2_io *io = private_data;
+	struct gf2_stats *st = io->fh->st;
 
+	if (st != NULL) {
+		struct timespec now;
+
+		clock_gettime_mono(&now);
+		st->inflight -= 1;
+		if (io->ret < 0) {
+			st->c.gluster_errors += 1;
+		}
+		gf2_stats_lat(st, nsec_time_diff(&now, &io->t0) / 1000);
+	}
 	gf2_io_release(io);
 	io->done_fn(io);
 }
@@ -413,6 +439,8 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	state->wdata = wdata;
 	state->n = n;
 	state->offset = offset;
+	state->op = op;
+	state->st = fh != NULL ? fh->st : NULL;
 	talloc_set_destructor(state, gf2_rw_state_destructor);
 	if (wpf != NULL) {
 		/* Drop overlapping prefetched data before the write goes. */

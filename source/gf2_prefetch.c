@@ -62,6 +62,7 @@ struct gf2_pf_chunk {
 	int stream;
 	bool ready;
 	bool dead;			/* failed or invalidated */
+	struct gf2_stats *st;		/* share that read it ahead */
 };
 
 struct gf2_pf_waiter;
@@ -90,9 +91,15 @@ void gf2_pf_set_cap(uint64_t cap)
 
 static int gf2_pf_chunk_destructor(struct gf2_pf_chunk *c)
 {
+	uint64_t had = c->ready ? c->got : c->len;
+
 	gf2_pf_stats.used -= c->len;
 	if (c->ready && c->got > c->served) {
 		gf2_pf_stats.wasted += c->got - c->served;
+	}
+	if (c->st != NULL && had > c->served) {
+		c->st->c.prefetch_unused += had - c->served;
+		gf2_stats_changed(c->st);
 	}
 	if (c->pf != NULL) {
 		DLIST_REMOVE(c->pf->chunks, c);
@@ -297,6 +304,7 @@ static void gf2_pf_issue(struct tevent_context *ev, struct gf2_fh *fh,
 		c->len = clen;
 		c->gen = pf->wgen;
 		c->stream = stream;
+		c->st = fh->st;
 		clock_gettime_mono(&c->issued_at);
 		c->io = gf2_io_new(ev, fh, GF2_IO_READ, gf2_pf_chunk_done, c);
 		if (c->io == NULL) {
@@ -322,6 +330,9 @@ static void gf2_pf_issue(struct tevent_context *ev, struct gf2_fh *fh,
 			return;
 		}
 		gf2_pf_stats.issued += clen;
+		if (c->st != NULL) {
+			c->st->c.prefetch_bytes += clen;
+		}
 		pos += clen;
 	}
 }
@@ -431,6 +442,25 @@ static int gf2_pf_read_state_destructor(struct gf2_pf_read_state *state)
 	return 0;
 }
 
+/* A read request finished: count it for the share. */
+static void gf2_pf_count(struct gf2_pf_read_state *state, uint64_t got,
+			 bool from_prefetch)
+{
+	struct gf2_stats *st = state->fh != NULL ? state->fh->st : NULL;
+
+	if (st == NULL) {
+		return;
+	}
+	st->c.reads += 1;
+	st->c.read_bytes += got;
+	if (from_prefetch) {
+		st->c.read_bytes_prefetch += got;
+	} else {
+		st->c.read_bytes_gluster += got;
+	}
+	gf2_stats_changed(st);
+}
+
 static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 {
 	struct gf2_pf_read_state *state = tevent_req_data(
@@ -440,6 +470,7 @@ static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 	clock_gettime_mono(&end);
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	state->ret = got;
+	gf2_pf_count(state, got, true);
 	tevent_req_done(req);
 }
 
@@ -472,6 +503,7 @@ static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 		return;
 	}
 	state->ret = ret;
+	gf2_pf_count(state, ret, false);
 	tevent_req_done(req);
 }
 

@@ -26,6 +26,7 @@
 #include <malloc.h>
 #include "smbd/smbd.h"
 #include "smbprofile.h"
+#include "lib/global_contexts.h"
 #include "lib/util/tevent_unix.h"
 #include "gf2_private.h"
 
@@ -502,6 +503,9 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	lp_do_parameter(snum, "shadow:mountpoint", "/");
 	lp_do_parameter(snum, "smbd async dosmode", "false");
 
+	c->st = gf2_stats_get(service);
+	gf2_stats_connect(global_event_context());
+
 	DBG_NOTICE("share [%s] on volume %s (servers %s)\n", service,
 		   volname, c->vol->servers);
 	TALLOC_FREE(frame);
@@ -515,6 +519,7 @@ static void gf2_disconnect(struct vfs_handle_struct *handle)
 	gf2_volume_put(c->vol);
 	c->vol = NULL;
 	c->fs = NULL;
+	gf2_stats_disconnect();
 	SMB_VFS_NEXT_DISCONNECT(handle);
 }
 
@@ -787,6 +792,7 @@ static int gf2_openat(struct vfs_handle_struct *handle,
 		goto fail;
 	}
 	fh->vol = c->vol;
+	fh->st = c->st;
 	fh->nofollow = nofollow;
 
 	/*

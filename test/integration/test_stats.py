@@ -1,0 +1,107 @@
+"""Counters for admins: tools/glusterfs2-stats after a known workload.
+
+Uses the glusterfs2-longage share, which only the upcall test also uses
+(tests run one after another), so that the counters' differences before
+and after each step are this test's own.  Every smbd process adds its
+counters to the totals when its tree connect ends, so each step is an
+smbclient run (its own connection) and the test waits for the totals.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+from conftest import TOP
+
+TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
+SHARE = 'glusterfs2-longage'
+MiB = 1 << 20
+
+
+def stats(stack):
+    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', SHARE,
+                        '--json'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)['shares'].get(SHARE, {})
+
+
+def smbclient(stack, cmd):
+    p = subprocess.run(
+        ['smbclient', '//%s/%s' % (stack['SMB_HOST'], SHARE),
+         '-p', stack['SMB_PORT'],
+         '-U', '%s%%%s' % (stack['SMB_USER'], stack['SMB_PASS']),
+         '-c', cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=300)
+    assert p.returncode == 0, p.stdout
+
+
+def settle(stack, before, key, want, timeout=30):
+    """Wait until counter key grew by at least want (the smbd that served
+    the step has merged its counters), then return the counters."""
+    deadline = time.time() + timeout
+    while True:
+        now = stats(stack)
+        if now.get(key, 0) - before.get(key, 0) >= want:
+            # and nothing of ours is still live
+            if now.get('inflight', 0) == 0:
+                return now
+        if time.time() > deadline:
+            raise AssertionError('counter %s did not grow by %d: %r -> %r'
+                                 % (key, want, before.get(key), now.get(key)))
+        time.sleep(0.5)
+
+
+def delta(a, b, k):
+    return b.get(k, 0) - a.get(k, 0)
+
+
+def test_counters_add_up(stack, tmp_path, tmpname):
+    size = 64 * MiB + 4321
+    src = tmp_path / 'src'
+    src.write_bytes(os.urandom(size))
+    dst = tmp_path / 'dst'
+
+    s0 = stats(stack)
+    smbclient(stack, 'put %s %s' % (src, tmpname))
+    s1 = settle(stack, s0, 'write_bytes', size)
+    assert delta(s0, s1, 'write_bytes') == size
+    assert delta(s0, s1, 'writes') >= 1
+    assert delta(s0, s1, 'read_bytes') == 0
+
+    smbclient(stack, 'get %s %s' % (tmpname, dst))
+    assert dst.read_bytes() == src.read_bytes()
+    s2 = settle(stack, s1, 'read_bytes', size)
+    rb = delta(s1, s2, 'read_bytes')
+    assert rb == size
+    # every byte returned came from prefetch memory or from Gluster
+    assert delta(s1, s2, 'read_bytes_prefetch') + \
+        delta(s1, s2, 'read_bytes_gluster') == rb
+    # a sequential reader is served mostly from prefetch (smbclient keeps
+    # two 8 MiB reads in flight: the first two are read directly)
+    assert delta(s1, s2, 'read_bytes_prefetch') > rb // 2
+    assert 0 <= delta(s1, s2, 'prefetch_unused') <= \
+        delta(s1, s2, 'prefetch_bytes')
+    assert delta(s1, s2, 'write_bytes') == 0
+
+    # the latency histogram counts every completed Gluster call
+    buckets = sum(v for k, v in s2.items() if k.startswith('lat_'))
+    assert buckets == s2['gluster_calls'] > 0
+    assert s2['gluster_errors'] == s0.get('gluster_errors', 0)
+    assert s2['inflight'] == 0
+    assert s2['latency_us']['p50'] is not None
+
+    smbclient(stack, 'del %s' % tmpname)
+
+
+def test_tool_text_output_and_bad_arguments(stack):
+    p = subprocess.run([TOOL, '-s', stack['SMB_CONF']],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    assert 'hit rate' in p.stdout or 'no glusterfs2 counters' in p.stdout
+    p = subprocess.run([TOOL, '--bogus'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 2
+    assert 'unrecognized arguments' in p.stderr
