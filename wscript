@@ -348,6 +348,14 @@ def build(bld):
     bld(rule=check_symbols, source=name + '.so',
         target=name + '.symbols-ok', always=False)
 
+    if name == 'glusterfs2':
+        # PREFIX/share/man/man8 (/usr/local by default; the Debian package
+        # configures --prefix=/usr).
+        mandir = bld.env.MANDIR or os.path.join(
+            bld.env.PREFIX or '/usr/local', 'share', 'man')
+        bld.install_files(os.path.join(mandir, 'man8'),
+                          ['docs/vfs_glusterfs2.8'])
+
     for t in UNIT_TESTS:
         bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
                     includes=['include', 'source'], use='gf2core CMOCKA',
