@@ -1,0 +1,347 @@
+"""A private smbd for the tests that serve a configuration of their own.
+
+The smbd listens on 127.0.0.1 only, on its own port, with its own
+smb.conf, lock, state, cache, pid, ncalrpc and log directories under
+.stack/NAME/, and copies of the stack's passdb and secrets (so the stack's
+users log in with their passwords; the same way test/asan/run does it).
+It never touches the stack's smbd, glusterd or volume settings.
+
+    srv = PrivateSmbd('examples', stack_env)
+    srv.write_conf(global_items, {'share': items})
+    srv.start()
+    ... srv.smbclient('share', 'put a b') ...
+    srv.stop()
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+# Helper processes smbd forks that serve no client connection.
+HELPER_COMMS = ('smbd-notifyd', 'cleanupd', 'smbd-scavenger',
+                'smbd-echo', 'notifyd', 'smbd-cleanupd')
+
+DIR_KEYS = ('private dir', 'lock directory', 'state directory',
+            'cache directory', 'pid directory', 'ncalrpc dir')
+
+# [global] keys the private smbd sets itself: where it listens, where it
+# keeps its state, who its users are.  An example's value for one of
+# these is replaced.
+PLUMBING_KEYS = set(DIR_KEYS) | {
+    'smb ports', 'interfaces', 'bind interfaces only', 'disable netbios',
+    'passdb backend', 'log file', 'max log size', 'log level',
+    'workgroup', 'netbios name', 'load printers', 'printing',
+    'printcap name', 'disable spoolss', 'usershare max shares',
+    'clustering', 'include'}
+
+
+def parse_smb_conf(path):
+    """[(section, [(key, value)])] in file order; comments dropped, keys
+    lower-cased and with single spaces (as smb.conf compares them)."""
+    sections = []
+    cur = None
+    with open(path) as f:
+        for line in f:
+            s = line.strip()
+            if not s or s[0] in '#;':
+                continue
+            m = re.match(r'^\[(.+)\]$', s)
+            if m:
+                cur = (m.group(1), [])
+                sections.append(cur)
+                continue
+            if cur is not None and '=' in s:
+                k, v = s.split('=', 1)
+                cur[1].append((' '.join(k.lower().split()), v.strip()))
+    return sections
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def copy_tdb(src, dst):
+    """A copy of a tdb the stack's smbd has open, read through tdb (under
+    its locks), written to a new file (test/asan/run's copy_tdb)."""
+    tmp = dst + '.tmp'
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    try:
+        import tdb
+    except ImportError:         # python3-tdb missing: a plain copy
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, dst)
+        return
+    s = tdb.Tdb(src, 0, tdb.DEFAULT, os.O_RDONLY)
+    d = tdb.Tdb(tmp, 0, tdb.DEFAULT, os.O_RDWR | os.O_CREAT, 0o600)
+    for k in s.keys():
+        d[k] = s[k]
+    d.close()
+    s.close()
+    os.rename(tmp, dst)
+
+
+def port_free(port):
+    try:
+        with socket.create_connection(('127.0.0.1', port), 1):
+            return False
+    except OSError:
+        pass
+    # nothing answers; make sure nothing is bound either
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(('127.0.0.1', port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def proc_info(pid):
+    """(ppid, comm, cmdline) of a live process, or None."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            cmd = f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+    except OSError:
+        return None
+    comm = stat[stat.index('(') + 1:stat.rindex(')')]
+    rest = stat[stat.rindex(')') + 2:].split()
+    if rest[0] == 'Z':
+        return None
+    return int(rest[1]), comm, cmd
+
+
+class PrivateSmbd:
+    def __init__(self, name, env, port=None, first_port=4460):
+        self.name = name
+        self.env = env
+        self.dir = os.path.join(TOP, '.stack', name)
+        self.conf = os.path.join(self.dir, 'smb.conf')
+        self.port = port
+        self.first_port = first_port
+        self.proc = None
+        os.makedirs(self.dir, exist_ok=True)
+
+    # ------------------------------------------------------------ config
+
+    def stack_global(self):
+        """The stack's [global] as a dict."""
+        for name, items in parse_smb_conf(self.env['SMB_CONF']):
+            if name == 'global':
+                return dict(items)
+        return {}
+
+    def plumbing(self):
+        """The [global] settings of the private smbd itself."""
+        g = self.stack_global()
+        items = [
+            # the stack's names: its secrets.tdb holds the machine SID
+            # under them, and the passdb's users belong to that SID
+            ('workgroup', g.get('workgroup', 'WORKGROUP')),
+            ('netbios name', g.get('netbios name', 'GF2STACK')),
+            ('smb ports', str(self.port)),
+            ('interfaces', 'lo'),
+            ('bind interfaces only', 'yes'),
+            ('disable netbios', 'yes'),
+            ('passdb backend', 'tdbsam'),
+            ('log file', os.path.join(self.dir, 'log.%m')),
+            ('max log size', '0'),
+            ('log level', '1'),
+            ('load printers', 'no'),
+            ('printing', 'bsd'),
+            ('printcap name', '/dev/null'),
+            ('disable spoolss', 'yes'),
+            ('usershare max shares', '0'),
+        ]
+        for k in DIR_KEYS:
+            items.append((k, os.path.join(self.dir, k.split()[0])))
+        return items
+
+    def adapt_share(self, items):
+        """An example share's settings pointed at the stack's volume and
+        servers, with the gfapi log in this smbd's directory."""
+        out = []
+        for k, v in items:
+            if k == 'glusterfs2:volume':
+                v = self.env['GLUSTER_VOLUME']
+            elif k == 'glusterfs2:volfile_server':
+                v = self.env.get('GLUSTER_HOST', 'localhost')
+            elif k == 'glusterfs2:logfile':
+                v = os.path.join(self.dir, 'glusterfs2-%M.log')
+            out.append((k, v))
+        return out
+
+    def write_conf(self, global_items, shares, header=''):
+        """global_items: [(key, value)] of an example's [global] (the
+        plumbing keys are replaced by the private smbd's); shares:
+        [(name, [(key, value)])]."""
+        if self.port is None:
+            self.port = next((p for p in range(self.first_port,
+                                               self.first_port + 20)
+                              if port_free(p)), self.first_port)
+        lines = ['# Generated by %s for each run: do not edit.' %
+                 os.path.relpath(__file__, TOP)]
+        if header:
+            lines += ['# ' + l for l in header.splitlines()]
+        lines.append('[global]')
+        for k, v in self.plumbing():
+            lines.append('\t%s = %s' % (k, v))
+        for k, v in global_items:
+            if k not in PLUMBING_KEYS:
+                lines.append('\t%s = %s' % (k, v))
+        for name, items in shares:
+            lines += ['', '[%s]' % name]
+            for k, v in items:
+                lines.append('\t%s = %s' % (k, v))
+        with open(self.conf, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        self.make_dirs()
+        return self.conf
+
+    def make_dirs(self):
+        for k in DIR_KEYS:
+            os.makedirs(os.path.join(self.dir, k.split()[0]), exist_ok=True)
+        os.chmod(os.path.join(self.dir, 'private'), 0o700)
+
+    # ------------------------------------------------------------ process
+
+    def our_processes(self):
+        """Every live process of this private smbd (its smb.conf path is
+        on the command line; forked children keep the parent's)."""
+        pids = []
+        for d in os.listdir('/proc'):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            info = proc_info(int(d))
+            if info and (' -s %s ' % self.conf) in info[2] + ' ':
+                pids.append(int(d))
+        return pids
+
+    def client_children(self):
+        """smbd children serving a client connection."""
+        if self.proc is None:
+            return []
+        kids = []
+        for pid in self.our_processes():
+            info = proc_info(pid)
+            if info and info[0] == self.proc.pid and \
+                    info[1] not in HELPER_COMMS:
+                kids.append(pid)
+        return kids
+
+    def stop_leftover(self):
+        """A private smbd of this name left by an interrupted run."""
+        pids = self.our_processes()
+        if not pids:
+            return
+        pidfile = os.path.join(self.dir, 'pid', 'smbd.pid')
+        try:
+            with open(pidfile) as f:
+                main = int(f.read().split()[0])
+            if main in pids:
+                os.kill(main, signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+        self._wait_gone(60)
+
+    def _wait_gone(self, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.our_processes():
+            time.sleep(0.3)
+        for pid in self.our_processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def start(self, timeout=30):
+        self.stop_leftover()
+        self.make_dirs()
+        for p in os.listdir(self.dir):
+            if p.startswith(('log.', 'glusterfs2-')) or p == 'smbd.out':
+                os.unlink(os.path.join(self.dir, p))
+        stack_private = os.path.join(self.env['SMB_LOGDIR'], 'private')
+        for t in ('passdb.tdb', 'secrets.tdb'):
+            copy_tdb(os.path.join(stack_private, t),
+                     os.path.join(self.dir, 'private', t))
+        if not port_free(self.port):
+            raise RuntimeError('port %d is in use' % self.port)
+        out = open(os.path.join(self.dir, 'smbd.out'), 'w')
+        # Its own session: on SIGTERM the smbd parent signals its whole
+        # process group.
+        self.proc = subprocess.Popen(
+            ['smbd', '--foreground', '--no-process-group', '-s', self.conf],
+            stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
+            start_new_session=True)
+        out.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with socket.create_connection(('127.0.0.1', self.port), 1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError('private smbd did not listen on 127.0.0.1:%d; '
+                           'see %s' % (self.port, self.dir))
+
+    def stop(self, timeout=60):
+        """SIGTERM to the main smbd; wait for every one of its processes
+        (children finish their glfs_fini first, ~10 s)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self._wait_gone(timeout)
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+
+    # ------------------------------------------------------------ clients
+
+    def smbclient(self, share, cmds, timeout=300, user=None, password=None):
+        cmd = ['smbclient', '-p', str(self.port), '//127.0.0.1/%s' % share,
+               '-U', '%s%%%s' % (user or self.env['SMB_USER'],
+                                 password or self.env['SMB_PASS']),
+               '-c', cmds]
+        return subprocess.run(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT,
+                              universal_newlines=True, errors='replace',
+                              timeout=timeout)
+
+    def client_env(self):
+        """The stack's env with this smbd's port (for conftest.Smb)."""
+        env = dict(self.env)
+        env['SMB_HOST'] = '127.0.0.1'
+        env['SMB_PORT'] = str(self.port)
+        return env
+
+    def logs(self, tail=3000):
+        """The private smbd's logs, for failure messages."""
+        text = []
+        for p in sorted(os.listdir(self.dir)):
+            if p.startswith('log.') or p == 'smbd.out':
+                with open(os.path.join(self.dir, p), errors='replace') as f:
+                    text.append('==> %s <==\n%s' % (p, f.read()[-tail:]))
+        return '\n'.join(text)

@@ -1,0 +1,271 @@
+"""The Debian package samba-vfs-glusterfs2 (issue 9): build, install,
+serve, remove, and the developer's module put back.
+
+  1. build-deb/samba-vfs-glusterfs2_*.deb is reused when it is newer than
+     every file that goes into the package (source/, include/, wscript,
+     waf, scripts/, debian/, docs/, smb.conf.examples/, README); otherwise
+     scripts/build-deb builds it (about 10-15 s with a warm Samba cache).
+     Its control fields and contents are checked: Depends on exactly the
+     installed samba version and on libgfapi0, the module in
+     MODULESDIR/vfs, the manual page, every example configuration.
+  2. MODULESDIR/vfs/glusterfs2.so (the module the shared stack uses) is
+     copied aside, `dpkg -i` installs the package, and the file is checked
+     to be the packaged one (dpkg -S, byte-identical to the .deb's).
+  3. A private smbd (127.0.0.1, its own port from 4470, directories in
+     .stack/pkg/, the stack's users; started before the install) serves
+     standalone.conf's share on the stack's volume: a file is written and
+     read back with checksums through python3-smbc, and the smbd process
+     serving the connection is checked to have exactly the installed file
+     mapped (same inode).
+  4. `dpkg -r` removes the package (the module file is gone, dpkg no
+     longer lists the package), and in a `finally` the saved module is put
+     back (atomic rename, same bytes, mode and mtime) and compared with
+     cmp; then the private smbd is stopped.
+
+Steps 2-4 replace the module other tests use: they take a few seconds,
+run under a lock (.stack/pkg/.lock), and always restore the module.  An
+smbd of the shared stack that connects a share in that window loads the
+packaged build of the same sources.  Needs root; skipped when the package
+is already installed on this machine (the test would remove it).
+GF2_PKG_PORT overrides the first port tried; GF2_SKIP_PACKAGE_TEST=1 skips
+the test.
+"""
+
+import fcntl
+import filecmp
+import glob
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import TOP, Smb, sha256
+from gf2_private_smbd import PrivateSmbd, parse_smb_conf
+
+PKG = 'samba-vfs-glusterfs2'
+OUT = os.path.join(TOP, 'build-deb')
+PKG_INPUTS = ('source', 'include', 'wscript', 'waf', 'scripts', 'debian',
+              'docs', 'smb.conf.examples', 'README')
+
+
+def run(cmd, timeout=300, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True,
+                          errors='replace', timeout=timeout, **kw)
+
+
+def newest_input_mtime():
+    newest = 0.0
+    for name in PKG_INPUTS:
+        path = os.path.join(TOP, name)
+        if os.path.isfile(path):
+            newest = max(newest, os.path.getmtime(path))
+            continue
+        for root, dirs, files in os.walk(path):
+            # debian/'s build products are not inputs
+            dirs[:] = [d for d in dirs if d not in (
+                'wafbuild', '.debhelper', PKG, '__pycache__')]
+            for f in files:
+                if root == os.path.join(TOP, 'debian') and (
+                        f in ('files', 'samba-tree', 'samba.vars',
+                              'debhelper-build-stamp') or
+                        f.endswith(('.substvars', '.log'))):
+                    continue
+                newest = max(newest, os.path.getmtime(os.path.join(root, f)))
+    return newest
+
+
+def modulesdir():
+    out = run(['smbd', '-b']).stdout
+    m = re.search(r'MODULESDIR:\s*(\S+)', out)
+    assert m, 'smbd -b prints no MODULESDIR'
+    return m.group(1)
+
+
+def dpkg_status(pkg):
+    p = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev}', pkg])
+    return p.stdout.strip() if p.returncode == 0 else ''
+
+
+def get_deb():
+    """(path of a current .deb, how it was obtained)."""
+    debs = sorted(glob.glob(os.path.join(OUT, PKG + '_*.deb')),
+                  key=os.path.getmtime)
+    if debs and os.path.getmtime(debs[-1]) > newest_input_mtime():
+        return debs[-1], 'reused (newer than its sources)'
+    t0 = time.time()
+    p = run([os.path.join(TOP, 'scripts', 'build-deb')], timeout=900)
+    took = time.time() - t0
+    assert p.returncode == 0, 'scripts/build-deb failed:\n' + p.stdout[-6000:]
+    deb = p.stdout.strip().splitlines()[-1]
+    assert os.path.isfile(deb), p.stdout[-3000:]
+    return deb, 'built by scripts/build-deb in %.0f s' % took
+
+
+def restore(target, saved, existed, mode_mtime):
+    """Put the saved module back in place (atomic), or remove a file that
+    was not there before."""
+    if existed:
+        tmp = '%s.gf2restore.%d' % (target, os.getpid())
+        shutil.copyfile(saved, tmp)
+        os.chmod(tmp, mode_mtime[0])
+        os.utime(tmp, ns=(mode_mtime[1], mode_mtime[1]))
+        os.rename(tmp, target)
+    elif os.path.exists(target):
+        os.unlink(target)
+
+
+@pytest.mark.skipif(os.environ.get('GF2_SKIP_PACKAGE_TEST') == '1',
+                    reason='GF2_SKIP_PACKAGE_TEST=1')
+def test_package_build_install_serve_remove(stack, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip('dpkg -i needs root')
+    if dpkg_status(PKG).startswith(('ii', 'iU', 'iF', 'hi')):
+        pytest.skip('%s is installed on this machine; this test would '
+                    'remove it' % PKG)
+
+    # 1. the package
+    deb, how = get_deb()
+    print('package: %s (%s)' % (deb, how))
+    fields = {}
+    for f in ('Package', 'Version', 'Architecture', 'Depends',
+              'Built-Using'):
+        fields[f] = run(['dpkg-deb', '-f', deb, f]).stdout.strip()
+    samba_version = run(['dpkg-query', '-W', '-f=${Version}',
+                         'samba']).stdout.strip()
+    assert fields['Package'] == PKG
+    depends = [d.strip() for d in fields['Depends'].split(',')]
+    assert 'samba (= %s)' % samba_version in depends, \
+        'Depends does not pin the installed samba %s: %s' % (
+            samba_version, fields['Depends'])
+    assert any(d.startswith('libgfapi0') for d in depends), fields['Depends']
+    mdir = modulesdir()
+    target = os.path.join(mdir, 'vfs', 'glusterfs2.so')
+    contents = run(['dpkg-deb', '-c', deb]).stdout
+    paths = set('/' + l.split()[-1].lstrip('./') for l in contents.splitlines()
+                if l.strip())
+    want = {target, '/usr/share/man/man8/vfs_glusterfs2.8.gz'}
+    for conf in glob.glob(os.path.join(TOP, 'smb.conf.examples', '*.conf')):
+        want.add('/usr/share/doc/%s/examples/%s' % (PKG,
+                                                      os.path.basename(conf)))
+    assert want <= paths, 'missing from the package: %s' % sorted(
+        want - paths)
+    unpacked = tmp_path / 'unpacked'
+    assert run(['dpkg-deb', '-x', deb, str(unpacked)]).returncode == 0
+    packaged_so = str(unpacked) + target
+
+    # the private smbd: standalone.conf's share on the stack's volume
+    sections = parse_smb_conf(os.path.join(TOP, 'smb.conf.examples',
+                                           'standalone.conf'))
+    share, items = [(n, i) for n, i in sections if n != 'global'][0]
+    srv = PrivateSmbd('pkg', stack,
+                      first_port=int(os.environ.get('GF2_PKG_PORT', '4470')))
+    srv.write_conf(dict(sections).get('global', []),
+                   [(share, srv.adapt_share(items))],
+                   header='test_package.py: standalone.conf served by the '
+                   'packaged module')
+
+    os.makedirs(srv.dir, exist_ok=True)
+    lockf = open(os.path.join(srv.dir, '.lock'), 'w')
+    fcntl.flock(lockf, fcntl.LOCK_EX)
+    saved = os.path.join(srv.dir, 'glusterfs2.so.saved')
+    existed = os.path.exists(target)
+    mode_mtime = None
+    orig_sha = None
+    if existed:
+        st = os.stat(target)
+        mode_mtime = (st.st_mode & 0o7777, st.st_mtime_ns)
+        shutil.copy2(target, saved)
+        assert filecmp.cmp(target, saved, shallow=False)
+        with open(saved, 'rb') as f:
+            orig_sha = sha256(f.read())
+
+    srv.start()
+    installed = False
+    timings = {}
+    removed_rc = None
+    gone = listed_after = None
+    d = 'pytest-pkg-%s' % uuid.uuid4().hex[:10]
+    try:
+        # 2. install
+        t0 = time.time()
+        p = run(['dpkg', '-i', deb], timeout=300)
+        timings['dpkg -i'] = time.time() - t0
+        installed = p.returncode == 0 or dpkg_status(PKG) != ''
+        assert p.returncode == 0, 'dpkg -i failed:\n' + p.stdout
+        owner = run(['dpkg', '-S', target]).stdout.strip()
+        assert owner == '%s: %s' % (PKG, target), owner
+        assert filecmp.cmp(target, packaged_so, shallow=False), \
+            '%s is not the packaged file' % target
+        listed = run(['dpkg', '-L', PKG]).stdout.split()
+        assert '/usr/share/man/man8/vfs_glusterfs2.8.gz' in listed
+        assert os.path.isfile('/usr/share/doc/%s/examples/standalone.conf'
+                              % PKG)
+
+        # 3. serve
+        t0 = time.time()
+        c = Smb(srv.client_env(), share)
+        try:
+            c.mkdir(d)
+            data = os.urandom((4 << 20) + 4321)
+            c.write(d + '/file', data)
+            back = c.read(d + '/file')
+            assert sha256(back) == sha256(data), 'read back differs'
+            # the connection's smbd has the installed file mapped
+            st = os.stat(target)
+            mapped = []
+            for pid in srv.client_children():
+                try:
+                    with open('/proc/%d/maps' % pid) as f:
+                        for line in f:
+                            parts = line.split()
+                            if len(parts) >= 6 and parts[5] == target:
+                                mapped.append(int(parts[4]))
+                except OSError:
+                    pass
+            assert st.st_ino in mapped, 'no smbd child of the private smbd has the ' \
+                'installed %s (inode %d) mapped: %s' % (target, st.st_ino,
+                                                       mapped)
+            c.unlink(d + '/file')
+            c.rmdir(d)
+        finally:
+            c.close()
+            timings['serve'] = time.time() - t0
+    finally:
+        # 4. remove, restore
+        if installed:
+            t0 = time.time()
+            p = run(['dpkg', '-r', PKG], timeout=300)
+            timings['dpkg -r'] = time.time() - t0
+            removed_rc = (p.returncode, p.stdout)
+            gone = not os.path.exists(target)
+            listed_after = dpkg_status(PKG)
+        restore(target, saved, existed, mode_mtime)
+        srv.stop()
+        shutil.rmtree(os.path.join(stack['FUSE_MOUNT'], d),
+                      ignore_errors=True)
+        fcntl.flock(lockf, fcntl.LOCK_UN)
+        lockf.close()
+        print('timings: %s' % ', '.join('%s %.1f s' % kv
+                                        for kv in timings.items()))
+
+    if existed:
+        assert run(['cmp', saved, target]).returncode == 0, \
+            'the restored %s differs from the saved one' % target
+        with open(target, 'rb') as f:
+            assert sha256(f.read()) == orig_sha
+        st = os.stat(target)
+        assert (st.st_mode & 0o7777, st.st_mtime_ns) == mode_mtime
+    else:
+        assert not os.path.exists(target)
+    assert removed_rc is not None and removed_rc[0] == 0, \
+        'dpkg -r failed: %s' % (removed_rc,)
+    assert gone, 'dpkg -r left %s behind' % target
+    assert not listed_after.startswith('ii'), \
+        'dpkg still lists %s: %s' % (PKG, listed_after)
+    assert not os.path.exists('/usr/share/man/man8/vfs_glusterfs2.8.gz')
+    assert not srv.our_processes(), 'the private smbd did not stop'
