@@ -11,7 +11,7 @@
     4460, directories in .stack/examples/, the stack's users) serves its
     share, pointed at the stack's volume and server, and a file written
     with smbclient reads back with the same checksum, through SMB and on
-    the volume's FUSE mount.  About 15 s (glfs_fini at disconnect).
+    the volume's FUSE mount.  A few seconds.
 GF2_EXAMPLES_PORT overrides the first port tried.
 """
 
