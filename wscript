@@ -355,6 +355,10 @@ def build(bld):
             bld.env.PREFIX or '/usr/local', 'share', 'man')
         bld.install_files(os.path.join(mandir, 'man8'),
                           ['docs/vfs_glusterfs2.8'])
+        # the counters tool (README: Counters)
+        bld.install_files(os.path.join(bld.env.PREFIX or '/usr/local',
+                                       'bin'),
+                          ['tools/glusterfs2-stats'], chmod=0o755)
 
     for t in UNIT_TESTS:
         bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
