@@ -56,6 +56,7 @@ SAMBA_DEFINES = [
 CORE_SOURCES = [
     'source/gf2_options.c',
     'source/gf2_readahead.c',
+    'source/gf2_acl_xattr.c',
 ]
 
 MODULE_SOURCES = [
@@ -70,6 +71,7 @@ MODULE_SOURCES = [
 UNIT_TESTS = [
     'test_options',
     'test_readahead',
+    'test_acl_xattr',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
