@@ -29,6 +29,7 @@
 #include "lib/global_contexts.h"
 #include "lib/util/tevent_unix.h"
 #include "gf2_private.h"
+#include "gf2_acl.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -1819,15 +1820,11 @@ static struct vfs_fn_pointers gf2_fns = {
 	.fchflags_fn = gf2_fchflags,
 	.get_real_filename_at_fn = gf2_get_real_filename_at,
 
-	/*
-	 * POSIX ACLs in xattrs come with the parity work; until then smbd
-	 * builds NT ACLs from the mode bits, and setting an ACL fails with
-	 * ENOSYS (NT_STATUS_NOT_SUPPORTED) rather than touching anything.
-	 */
-	.sys_acl_get_fd_fn = vfs_not_implemented_sys_acl_get_fd,
-	.sys_acl_blob_get_fd_fn = vfs_not_implemented_sys_acl_blob_get_fd,
-	.sys_acl_set_fd_fn = vfs_not_implemented_sys_acl_set_fd,
-	.sys_acl_delete_def_fd_fn = vfs_not_implemented_sys_acl_delete_def_fd,
+	/* POSIX ACLs in Gluster's ACL xattrs (gf2_acl.c) */
+	.sys_acl_get_fd_fn = gf2_sys_acl_get_fd,
+	.sys_acl_blob_get_fd_fn = posix_sys_acl_blob_get_fd,
+	.sys_acl_set_fd_fn = gf2_sys_acl_set_fd,
+	.sys_acl_delete_def_fd_fn = gf2_sys_acl_delete_def_fd,
 
 	/* EA operations */
 	.getxattrat_send_fn = vfs_not_implemented_getxattrat_send,
