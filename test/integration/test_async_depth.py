@@ -66,11 +66,23 @@ FD_SETTLE_TIMEOUT = 60
 FD_SLACK = 2
 
 
+# Every smbd process that served an smb2q run of this module: (pid, what).
+# The last test checks that none of them crashed, on the way out included.
+SERVED = []
+LOG_OFFSETS = {}
+
+
 @pytest.fixture(autouse=True)
 def _need_impacket():
     if IMPORT_ERROR is not None:
         pytest.fail('python3-impacket is missing (%s): run '
                     'scripts/install-deps' % IMPORT_ERROR)
+
+
+@pytest.fixture(autouse=True)
+def _log_offsets(stack):
+    if not LOG_OFFSETS:
+        LOG_OFFSETS.update(log_offsets(stack))
 
 
 # -- helpers ------------------------------------------------------------------
@@ -106,7 +118,14 @@ def run_smb2q(stack, action, path, size, depth, req, seed, timeout,
                                                    timeout))
     r = parse_result(argv, p.returncode, p.stdout, p.stderr)
     print(json.dumps(r, sort_keys=True))
+    served(r)
     return r
+
+
+def served(r):
+    if r.get('server_pid'):
+        SERVED.append((r['server_pid'], '%s %s depth %d' % (
+            r['action'], r['file'], r['depth'])))
 
 
 def pattern_sha256(seed, size):
@@ -338,6 +357,8 @@ def test_many_clients_no_lost_completion(stack, tmpname):
                                                ', '.join(hung)))
         elapsed = time.time() - t0
         rs = [parse_result(*x) for x in results]
+        for r in rs:
+            served(r)
         for r, seed in zip(rs, seeds):
             print(json.dumps(r, sort_keys=True))
             assert r['max_outstanding_observed'] == depth
@@ -476,3 +497,23 @@ def test_smb2q_catches_bad_data_and_bad_arguments(stack, tmpname):
         assert 'STATUS_OBJECT_NAME_NOT_FOUND' in p.stderr, p.stderr
     finally:
         remove(stack, name)
+
+
+def test_zz_no_smbd_crashed(stack):
+    """Last: every smbd process that served an smb2q run above has exited,
+    and none of them logged a PANIC (a crash on the way out, with gfapi
+    calls still in flight, included)."""
+    if not SERVED:
+        pytest.skip('no smb2q run in this session to check')
+    pids = {p for p, _ in SERVED}
+    left = wait_smbd_exit(stack, pids, timeout=60)
+    what = dict(SERVED)
+    assert not left, 'smbd processes still running 60 s after their ' \
+        'clients left: %s' % ', '.join('%d (%s)' % (p, what[p])
+                                       for p in sorted(left))
+    panics = panics_since(stack, LOG_OFFSETS, pids)
+    assert not panics, 'smbd crashed (%d processes served smb2q runs):\n%s' \
+        % (len(pids), '\n'.join(
+            '%s  [%s]' % (l, what.get(int(re.search(r'pid (\d+)', l)
+                                          .group(1)), '?'))
+            for l in panics))

@@ -61,6 +61,7 @@ Results are printed as one JSON object on stdout; errors go to stderr.
 """
 
 import argparse
+import collections
 import hashlib
 import json
 import os
@@ -320,6 +321,110 @@ class Conn:
         self.interims = 0
         self.pending = {}           # message id -> request record
         self.server_pid = local_peer_pid(self.sock)
+        # From here on every request goes out through _send_packet, which
+        # keeps reading while it sends (see there).
+        self.frames = collections.deque()   # received SMB2 messages
+        self.rx_buf = bytearray(4)  # the NetBIOS header or frame being read
+        self.rx_got = 0
+        self.rx_hdr = True
+        self.rx_skip = False
+        self.rx_discard = False     # abandon: drop what arrives
+        self.c._NetBIOSSession.send_packet = self._send_packet
+        # A request's header and a large body go out in two send() calls:
+        # without TCP_NODELAY, Nagle's algorithm holds the second until the
+        # first is acknowledged (a 40 ms delayed ACK per request).
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # -- transport ---------------------------------------------------------
+    #
+    # Sending and receiving are interleaved: smbd stops reading requests
+    # while more than max credits / 16 (512) responses wait in its send
+    # queue (interim responses count), so a client that blocks in send()
+    # without reading can deadlock with it (deep windows of writes, or
+    # abandon's unread responses).  _send_packet writes with select() and
+    # receives whatever arrives meanwhile; recv_frame() hands out the
+    # received frames in order.
+
+    def _wait(self, deadline, write):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, None
+        r, w, _ = select.select([self.sock], [self.sock] if write else [],
+                                [], left)
+        return bool(r), bool(w)
+
+    def _fill(self):
+        """Receive what the socket has, without blocking, straight into
+        the buffer of the frame being assembled; complete frames go to
+        self.frames."""
+        self.sock.setblocking(False)
+        while True:
+            buf = self.rx_buf
+            try:
+                k = self.sock.recv_into(memoryview(buf)[self.rx_got:])
+            except (BlockingIOError, InterruptedError):
+                return
+            if k == 0:
+                raise Failure('the server closed the connection (%d '
+                              'requests outstanding)' % len(self.pending))
+            self.rx_got += k
+            if self.rx_got < len(buf):
+                continue
+            if self.rx_hdr:
+                (word,) = NBT.unpack(buf)
+                length = word & (0x1ffff if word >> 24 else 0xffffff)
+                if word >> 24 or length == 0:   # keepalive and the like
+                    self.rx_buf = bytearray(length) if length else \
+                        bytearray(4)
+                    self.rx_skip = True
+                    self.rx_hdr = not length
+                else:
+                    self.rx_buf = bytearray(length)
+                    self.rx_skip = False
+                    self.rx_hdr = False
+            else:
+                if not self.rx_skip and not self.rx_discard:
+                    self.frames.append(buf)
+                self.rx_buf = bytearray(4)
+                self.rx_hdr = True
+            self.rx_got = 0
+
+    def _send_all(self, data):
+        view = memoryview(data)
+        sent = 0
+        deadline = time.monotonic() + self.timeout
+        self.sock.setblocking(False)
+        while sent < len(view):
+            r, w = self._wait(deadline, True)
+            if r is None:
+                raise Failure('could not send for %.0f s (%d requests '
+                              'outstanding): the server stopped reading'
+                              % (self.timeout, len(self.pending)))
+            if r:
+                self._fill()
+            if w:
+                try:
+                    sent += self.sock.send(view[sent:sent + (4 << 20)])
+                except (BlockingIOError, InterruptedError):
+                    pass
+
+    def _send_packet(self, data):
+        """Replaces impacket's NetBIOSTCPSession.send_packet: a session
+        message header (type 0, 24-bit length), then the SMB2 message."""
+        if len(data) < (256 << 10):
+            self._send_all(NBT.pack(len(data)) + data)
+        else:
+            self._send_all(NBT.pack(len(data)))
+            self._send_all(data)
+
+    def quiet(self):
+        """Nothing of ours in flight or unread: impacket's own calls
+        (create, close) may read the socket directly."""
+        if self.pending or self.frames or self.rx_got or not self.rx_hdr:
+            raise Failure('internal: %d requests outstanding, %d responses '
+                          'unread before a synchronous call' % (
+                              len(self.pending), len(self.frames)))
+        self.sock.settimeout(self.timeout)
 
     # -- low level ---------------------------------------------------------
 
@@ -341,40 +446,21 @@ class Conn:
         self.credits -= charge
         return mid
 
-    def _recv_exact(self, n, deadline):
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout()
-            self.sock.settimeout(left)
-            k = self.sock.recv_into(view[got:])
-            if k == 0:
-                raise Failure('the server closed the connection (%d '
-                              'requests outstanding)' % len(self.pending))
-            got += k
-        return buf
-
     def recv_frame(self):
+        """The next SMB2 message (a NetBIOS session message) as a
+        bytearray."""
         deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                hdr = self._recv_exact(4, deadline)
-                (word,) = NBT.unpack(hdr)
-                if word >> 24 != 0:         # NetBIOS keepalive etc.
-                    length = word & 0x1ffff
-                    self._recv_exact(length, deadline) if length else None
-                    continue
-                return self._recv_exact(word & 0xffffff, deadline)
-            except socket.timeout:
+        while not self.frames:
+            r, _ = self._wait(deadline, False)
+            if r is None:
                 mids = sorted(self.pending)
                 raise Failure(
                     'no response from the server for %.0f s with %d '
                     'requests outstanding (message ids %s%s): a lost '
                     'completion?' % (self.timeout, len(self.pending),
                                      mids[:8], '...' if len(mids) > 8 else ''))
+            self._fill()
+        return self.frames.popleft()
 
     def recv_responses(self):
         """Read one frame; yield (message id, status, frame, start, end)
@@ -391,7 +477,9 @@ class Conn:
                 raise Failure('not an SMB2 response (protocol id %r)' % h[0])
             status, credit, flags, nxt, mid = h[3], h[5], h[6], h[7], h[8]
             self.credits += credit
-            if status == STATUS_PENDING and flags & FLAG_ASYNC:
+            if mid == 0xffffffffffffffff:
+                pass                        # unsolicited (oplock break)
+            elif status == STATUS_PENDING and flags & FLAG_ASYNC:
                 self.interims += 1
                 if mid in self.pending:
                     self.pending[mid]['interim'] = True
@@ -442,6 +530,7 @@ class Conn:
             access |= (s3.FILE_WRITE_DATA | s3.FILE_APPEND_DATA |
                        s3.FILE_WRITE_ATTRIBUTES)
         disp = s3.FILE_OVERWRITE_IF if create else s3.FILE_OPEN
+        self.quiet()
         # impacket's create() and close() are plain request/response calls
         # of charge 1 made with nothing of ours in flight; each response
         # grants at least the credit it cost, so our count (a lower bound
@@ -458,6 +547,7 @@ class Conn:
         return fid
 
     def close(self, fid):
+        self.quiet()
         try:
             self.c.close(self.tid, fid)
         except smb3.SessionError as e:
@@ -575,11 +665,15 @@ class Conn:
         return h.hexdigest(), secs, maxout
 
     def abandon(self, fid, size, req, depth, pattern):
-        """Put `depth` reads and `depth` writes in flight, then close the
-        socket abruptly without reading any response."""
+        """Put `depth` reads and `depth` writes in flight, then reset the
+        connection without waiting for any response.  What arrives while
+        the requests go out is drained and dropped: smbd stops reading
+        requests while its send queue is long, and would never see the
+        last ones otherwise."""
         self.ensure_credits(2 * depth * self.charge(req) + 1)
         sent = {'read': 0, 'write': 0}
         span = max(req, size)
+        self.rx_discard = True
         for i in range(depth):
             off = (i * req) % span
             n = min(req, span - off)
@@ -591,11 +685,10 @@ class Conn:
             self.send(self.write_packet(fid, off, pattern.get(off, n)),
                       self.charge(n))
             sent['write'] += 1
-        # Whatever arrived while sending, unread: the kernel answers the
-        # close with an RST.
-        ready = select.select([self.sock], [], [], 0)[0]
+        # Responses that arrived while sending were dropped unread; none is
+        # waited for.  SO_LINGER 0: the close sends an RST.
         self.abort()
-        return sent, bool(ready)
+        return sent
 
 
 def build_parser():
@@ -659,10 +752,9 @@ def run(args):
     try:
         if args.action == 'abandon':
             fid = conn.open(args.file, write=True, create=False)
-            sent, seen = conn.abandon(fid, size, req, args.depth, pattern)
+            sent = conn.abandon(fid, size, req, args.depth, pattern)
             out.update({'reads_in_flight': sent['read'],
-                        'writes_in_flight': sent['write'],
-                        'responses_waiting_at_close': seen})
+                        'writes_in_flight': sent['write']})
             return out
         phases = []
         if args.action in ('write', 'roundtrip'):
