@@ -450,8 +450,10 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 
 	switch (op) {
 	case GF2_IO_READ:
-		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pread, profile_p,
-					     state->profile_bytes, n);
+		/*
+		 * Counted once per SMB read by gf2_pf_read_send, which serves
+		 * it from prefetch or sends it here.
+		 */
 		break;
 	case GF2_IO_WRITE:
 		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pwrite, profile_p,

@@ -39,6 +39,7 @@
 
 #include "includes.h"
 #include "smbd/smbd.h"
+#include "smbprofile.h"
 #include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_private.h"
@@ -429,6 +430,7 @@ struct gf2_pf_read_state {
 	ssize_t ret;
 	struct vfs_aio_state aio_state;
 	struct timespec start;
+	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
 };
 
 static void gf2_pf_read_direct_done(struct tevent_req *subreq);
@@ -471,6 +473,7 @@ static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	state->ret = got;
 	gf2_pf_count(state, got, true);
+	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
 	tevent_req_done(req);
 }
 
@@ -498,6 +501,7 @@ static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 
 	ret = gf2_pread_recv(subreq, &state->aio_state);
 	TALLOC_FREE(subreq);
+	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
 	if (ret < 0) {
 		tevent_req_error(req, state->aio_state.error);
 		return;
@@ -586,6 +590,8 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		return NULL;
 	}
 	clock_gettime_mono(&state->start);
+	SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pread, profile_p,
+				     state->profile_bytes, n);
 	state->ev = ev;
 	state->fh = fh;
 	state->pf = pf;
