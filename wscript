@@ -66,6 +66,7 @@ MODULE_SOURCES = [
     'source/gf2_upcall.c',
     'source/gf2_prefetch.c',
     'source/gf2_stats.c',
+    'source/gf2_xlist.c',
     'source/gf2_acl.c',
 ]
 

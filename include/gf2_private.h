@@ -225,6 +225,13 @@ void gf2_stats_lat(struct gf2_stats *st, uint64_t usec);
 void gf2_stats_connect(struct tevent_context *ev);
 void gf2_stats_disconnect(void);
 
+/* xattr name lists fetched in parallel during listings (gf2_xlist.c). */
+bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
+		      size_t size, ssize_t *ret);
+void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
+		     bool nofollow);
+void gf2_xlist_invalidate_all(void);
+
 /* Gluster upcall invalidation (gf2_upcall.c). */
 bool gf2_upcall_register(struct gf2_volume *vol);
 void gf2_upcall_unregister(struct gf2_volume *vol);

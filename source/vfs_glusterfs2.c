@@ -52,10 +52,34 @@
 /* One fixed block size, so that stat results are stable between calls. */
 #define GF2_BLKSIZE 4096
 
-struct gf2_dir {
-	glfs_fd_t *fd;
-	struct dirent *de;
+/*
+ * A directory stream.  Entries are read from gfapi GF2_DIR_BATCH at a time
+ * (readdirplus: name and stat) ahead of smbd, so that when smbd asks for
+ * the xattr list of the entry it just got, the lists of the entries it
+ * will get next can be fetched in the same parallel batch (gf2_xlist.c).
+ * Each buffered entry remembers the gfapi offset after it, for telldir.
+ */
+#define GF2_DIR_BATCH 128
+
+struct gf2_dirent {
+	struct stat st;
+	long off_after;
+	struct dirent de;	/* d_name holds NAME_MAX + 1 */
 };
+
+struct gf2_dir {
+	struct gf2_dir *prev, *next;	/* open streams of the process */
+	glfs_fd_t *fd;
+	glfs_t *fs;
+	char *path;			/* absolute path of the directory */
+	struct gf2_dirent *ents[GF2_DIR_BATCH];
+	size_t n;			/* buffered */
+	size_t pos;			/* next to return */
+	long off_start;			/* gfapi offset before ents[0] */
+	bool eof;
+};
+
+static struct gf2_dir *gf2_dirs;
 
 static struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle)
 {
@@ -608,6 +632,7 @@ static uint32_t gf2_fs_capabilities(struct vfs_handle_struct *handle,
 
 static int gf2_dir_destructor(struct gf2_dir *d)
 {
+	DLIST_REMOVE(gf2_dirs, d);
 	if (d->fd != NULL) {
 		glfs_closedir(d->fd);
 		d->fd = NULL;
@@ -621,22 +646,21 @@ static DIR *gf2_fdopendir(struct vfs_handle_struct *handle,
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_dir *d = NULL;
-	char *path = NULL;
 
 	d = talloc_zero(NULL, struct gf2_dir);
 	if (d == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	d->de = talloc_zero_size(d, sizeof(struct dirent) + NAME_MAX + 1);
-	path = gf2_fsp_path(d, c, fsp);
-	if (d->de == NULL || path == NULL) {
+	d->path = gf2_fsp_path(d, c, fsp);
+	if (d->path == NULL) {
 		TALLOC_FREE(d);
 		errno = ENOMEM;
 		return NULL;
 	}
+	d->fs = c->fs;
 	START_PROFILE(syscall_fdopendir);
-	d->fd = glfs_opendir(c->fs, path);
+	d->fd = glfs_opendir(c->fs, d->path);
 	END_PROFILE(syscall_fdopendir);
 	if (d->fd == NULL) {
 		int saved_errno = errno;
@@ -645,9 +669,43 @@ static DIR *gf2_fdopendir(struct vfs_handle_struct *handle,
 		errno = saved_errno;
 		return NULL;
 	}
+	DLIST_ADD(gf2_dirs, d);
 	talloc_set_destructor(d, gf2_dir_destructor);
-	TALLOC_FREE(path);
 	return (DIR *)d;
+}
+
+/* Refill the buffer; returns 0, or an errno if nothing could be read. */
+static int gf2_dir_fill(struct gf2_dir *d)
+{
+	d->n = 0;
+	d->pos = 0;
+	d->off_start = glfs_telldir(d->fd);
+	while (d->n < GF2_DIR_BATCH) {
+		struct gf2_dirent *e = d->ents[d->n];
+		struct dirent *result = NULL;
+		int ret;
+
+		if (e == NULL) {
+			e = talloc_zero_size(d, sizeof(struct gf2_dirent) +
+					     NAME_MAX + 1);
+			if (e == NULL) {
+				return d->n > 0 ? 0 : ENOMEM;
+			}
+			d->ents[d->n] = e;
+		}
+		ret = glfs_readdirplus_r(d->fd, &e->st, &e->de, &result);
+		if (ret != 0) {
+			/* report it when nothing is buffered */
+			return d->n > 0 ? 0 : (ret > 0 ? ret : errno);
+		}
+		if (result == NULL) {
+			d->eof = true;
+			break;
+		}
+		e->off_after = glfs_telldir(d->fd);
+		d->n += 1;
+	}
+	return 0;
 }
 
 static struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
@@ -655,36 +713,42 @@ static struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
 				  DIR *dirp, SMB_STRUCT_STAT *sbuf)
 {
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
-	struct dirent *result = NULL;
-	struct stat st;
-	int ret;
+	struct gf2_dirent *e = NULL;
 
 	START_PROFILE(syscall_readdir);
-	if (sbuf != NULL) {
-		ret = glfs_readdirplus_r(d->fd, &st, d->de, &result);
-	} else {
-		ret = glfs_readdir_r(d->fd, d->de, &result);
+	if (d->pos == d->n) {
+		int err = d->eof ? 0 : gf2_dir_fill(d);
+
+		if (err != 0) {
+			END_PROFILE(syscall_readdir);
+			errno = err;
+			return NULL;
+		}
 	}
 	END_PROFILE(syscall_readdir);
-	if (ret != 0 || result == NULL) {
-		if (ret != 0) {
-			errno = ret > 0 ? ret : errno;
-		}
-		return NULL;
+	if (d->pos == d->n) {
+		return NULL;	/* end of the directory */
 	}
+	e = d->ents[d->pos++];
 	if (sbuf != NULL) {
 		SET_STAT_INVALID(*sbuf);
-		if (!S_ISLNK(st.st_mode)) {
-			gf2_stat_ex(handle, sbuf, &st);
+		if (!S_ISLNK(e->st.st_mode)) {
+			gf2_stat_ex(handle, sbuf, &e->st);
 		}
 	}
-	return result;
+	return &e->de;
 }
 
 static long gf2_telldir(struct vfs_handle_struct *handle, DIR *dirp)
 {
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 
+	if (d->pos > 0) {
+		return d->ents[d->pos - 1]->off_after;
+	}
+	if (d->n > 0) {
+		return d->off_start;
+	}
 	return glfs_telldir(d->fd);
 }
 
@@ -693,6 +757,8 @@ static void gf2_seekdir(struct vfs_handle_struct *handle, DIR *dirp,
 {
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 
+	d->n = d->pos = 0;
+	d->eof = false;
 	glfs_seekdir(d->fd, offset);
 }
 
@@ -700,7 +766,67 @@ static void gf2_rewind_dir(struct vfs_handle_struct *handle, DIR *dirp)
 {
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 
+	d->n = d->pos = 0;
+	d->eof = false;
 	glfs_seekdir(d->fd, 0);
+}
+
+/*
+ * smbd asks for the xattr list of path: if path is the entry a directory
+ * stream of this process just returned, fetch the lists of it and of the
+ * entries buffered after it in one parallel batch.
+ */
+static void gf2_dir_xlist_batch(glfs_t *fs, const char *path, bool nofollow)
+{
+	const char *slash = strrchr(path, '/');
+	struct gf2_dir *d = NULL;
+	size_t dirlen;
+
+	if (slash == NULL) {
+		return;
+	}
+	dirlen = slash == path ? 1 : (size_t)(slash - path);
+	for (d = gf2_dirs; d != NULL; d = d->next) {
+		const char *parent = d->path;
+		size_t plen = strlen(parent);
+		TALLOC_CTX *frame = NULL;
+		const char **paths = NULL;
+		size_t i;
+		size_t np = 0;
+
+		/* "/" is the root's path; its entries are "/name" */
+		if (d->fs != fs || d->pos == 0 ||
+		    !((plen == dirlen && strncmp(parent, path, plen) == 0) ||
+		      (plen == 1 && dirlen == 1))) {
+			continue;
+		}
+		if (strcmp(d->ents[d->pos - 1]->de.d_name, slash + 1) != 0) {
+			continue;
+		}
+		frame = talloc_stackframe();
+		paths = talloc_array(frame, const char *, d->n - d->pos + 1);
+		if (paths == NULL) {
+			TALLOC_FREE(frame);
+			return;
+		}
+		for (i = d->pos - 1; i < d->n; i++) {
+			const char *name = d->ents[i]->de.d_name;
+
+			if (ISDOT(name) || ISDOTDOT(name)) {
+				continue;
+			}
+			paths[np] = talloc_asprintf(paths, "%s/%s",
+						    plen == 1 ? "" : parent,
+						    name);
+			if (paths[np] == NULL) {
+				break;
+			}
+			np += 1;
+		}
+		gf2_xlist_fetch(fs, paths, np, nofollow);
+		TALLOC_FREE(frame);
+		return;
+	}
 }
 
 static int gf2_closedir(struct vfs_handle_struct *handle, DIR *dirp)
@@ -1023,6 +1149,8 @@ static int gf2_renameat(struct vfs_handle_struct *handle,
 	char *dst = NULL;
 	int ret = -1;
 
+	gf2_xlist_invalidate_all();
+
 	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
 	if (src != NULL && dst != NULL) {
@@ -1147,6 +1275,8 @@ static int gf2_unlinkat(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
 	int ret;
+
+	gf2_xlist_invalidate_all();
 
 	if (path == NULL) {
 		return -1;
@@ -1660,6 +1790,7 @@ static ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	bool nofollow = fh != NULL && fh->nofollow;
 	char *path = NULL;
 	ssize_t ret;
 
@@ -1670,7 +1801,16 @@ static ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	if (fh != NULL && fh->nofollow) {
+	if (gf2_xlist_lookup(path, nofollow, list, size, &ret)) {
+		TALLOC_FREE(path);
+		return ret;
+	}
+	gf2_dir_xlist_batch(c->fs, path, nofollow);
+	if (gf2_xlist_lookup(path, nofollow, list, size, &ret)) {
+		TALLOC_FREE(path);
+		return ret;
+	}
+	if (nofollow) {
 		ret = glfs_llistxattr(c->fs, path, list, size);
 	} else {
 		ret = glfs_listxattr(c->fs, path, list, size);
@@ -1686,6 +1826,9 @@ static int gf2_fremovexattr(struct vfs_handle_struct *handle,
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	char *path = NULL;
 	int ret;
+
+	/* kept xattr lists may now be wrong */
+	gf2_xlist_invalidate_all();
 
 	if (fh != NULL && fh->fd != NULL) {
 		return glfs_fremovexattr(fh->fd, name);
@@ -1711,6 +1854,9 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	char *path = NULL;
 	int ret;
+
+	/* kept xattr lists may now be wrong */
+	gf2_xlist_invalidate_all();
 
 	if (fh != NULL && fh->fd != NULL) {
 		return glfs_fsetxattr(fh->fd, name, value, size, flags);

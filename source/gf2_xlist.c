@@ -1,0 +1,248 @@
+/*
+ * glusterfs2: extended attribute name lists fetched in parallel during
+ * directory listings.
+ *
+ * For every entry of a listing smbd asks for the entry's EA size, which
+ * costs a listxattr: one Gluster round trip per entry, one after the
+ * other, the largest cost of a listing once md-cache answers the stat and
+ * the samba xattrs from readdirplus.  When smbd asks for the list of an
+ * entry of a directory this process is listing, glusterfs2 fetches the
+ * lists of that entry and of the entries it has read ahead of smbd in
+ * that directory (gf2_readdir reads in batches) at once, with up to
+ * GF2_XL_THREADS threads of gfapi calls, each running as the SMB user
+ * (glfs_setfsuid/gid/groups with the main thread's effective identity),
+ * and keeps the answers for the entries smbd asks about next.
+ *
+ * Coherence: a kept list is served for at most GF2_XL_TTL_MS (md-cache's
+ * default timeout); any extended attribute change, rename or unlink made
+ * through this process drops every kept list.  So a client sees another
+ * client's new or removed xattr in a listing's EA size at most that late,
+ * as with md-cache.  Memory: at most GF2_XL_MAX lists of at most
+ * GF2_XL_LIST_MAX bytes, freed when read past or expired.
+ *
+ * Everything here runs in smbd's main thread except the workers, which
+ * touch only their job (path in, buffer and result out).
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "lib/util/dlinklist.h"
+#include "gf2_private.h"
+
+#include <pthread.h>
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+#define GF2_XL_THREADS 8
+#define GF2_XL_TTL_MS 1000
+#define GF2_XL_MAX 1024
+#define GF2_XL_LIST_MAX 65536
+
+struct gf2_xl_entry {
+	struct gf2_xl_entry *prev, *next;
+	char *path;
+	bool nofollow;
+	struct timespec at;
+	ssize_t len;
+	char *list;
+};
+
+static struct gf2_xl_entry *gf2_xl_cache;
+static unsigned gf2_xl_count;
+
+static void gf2_xl_drop(struct gf2_xl_entry *e)
+{
+	DLIST_REMOVE(gf2_xl_cache, e);
+	gf2_xl_count -= 1;
+	TALLOC_FREE(e);
+}
+
+void gf2_xlist_invalidate_all(void)
+{
+	while (gf2_xl_cache != NULL) {
+		gf2_xl_drop(gf2_xl_cache);
+	}
+}
+
+static void gf2_xl_expire(void)
+{
+	struct gf2_xl_entry *e = NULL;
+	struct gf2_xl_entry *next = NULL;
+	struct timespec now;
+
+	clock_gettime_mono(&now);
+	for (e = gf2_xl_cache; e != NULL; e = next) {
+		next = e->next;
+		if (nsec_time_diff(&now, &e->at) / 1000000 > GF2_XL_TTL_MS) {
+			gf2_xl_drop(e);
+		}
+	}
+}
+
+/*
+ * The kept list of path: returns true and sets *ret (as listxattr would:
+ * the length, or -1 with errno ERANGE) if there is one.
+ */
+bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
+		      size_t size, ssize_t *ret)
+{
+	struct gf2_xl_entry *e = NULL;
+
+	gf2_xl_expire();
+	for (e = gf2_xl_cache; e != NULL; e = e->next) {
+		if (e->nofollow == nofollow && strcmp(e->path, path) == 0) {
+			break;
+		}
+	}
+	if (e == NULL) {
+		return false;
+	}
+	if (size == 0) {
+		/* smbd asks for the size first: keep it for the real call */
+		*ret = e->len;
+		return true;
+	}
+	if (size < (size_t)e->len) {
+		errno = ERANGE;
+		*ret = -1;
+		return true;
+	}
+	memcpy(list, e->list, e->len);
+	*ret = e->len;
+	gf2_xl_drop(e);
+	return true;
+}
+
+struct gf2_xl_job {
+	const char *path;
+	char *buf;
+	ssize_t ret;
+	int err;
+};
+
+struct gf2_xl_batch {
+	glfs_t *fs;
+	bool nofollow;
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t *groups;
+	struct gf2_xl_job *jobs;
+	size_t njobs;
+	size_t next;			/* guarded by lock */
+	pthread_mutex_t lock;
+};
+
+static void *gf2_xl_worker(void *arg)
+{
+	struct gf2_xl_batch *b = arg;
+
+	/* gfapi takes the caller's identity from these, per thread */
+	if (glfs_setfsuid(b->uid) != 0 || glfs_setfsgid(b->gid) != 0 ||
+	    glfs_setfsgroups(b->ngroups, b->groups) != 0) {
+		return NULL;	/* jobs left undone: the caller asks itself */
+	}
+	for (;;) {
+		struct gf2_xl_job *j = NULL;
+
+		pthread_mutex_lock(&b->lock);
+		if (b->next < b->njobs) {
+			j = &b->jobs[b->next++];
+		}
+		pthread_mutex_unlock(&b->lock);
+		if (j == NULL) {
+			break;
+		}
+		if (b->nofollow) {
+			j->ret = glfs_llistxattr(b->fs, j->path, j->buf,
+						 GF2_XL_LIST_MAX);
+		} else {
+			j->ret = glfs_listxattr(b->fs, j->path, j->buf,
+						GF2_XL_LIST_MAX);
+		}
+		j->err = j->ret < 0 ? errno : 0;
+	}
+	return NULL;
+}
+
+void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
+		     bool nofollow)
+{
+	TALLOC_CTX *frame = talloc_stackframe();
+	struct gf2_xl_batch b = { .fs = fs, .nofollow = nofollow };
+	pthread_t tids[GF2_XL_THREADS];
+	size_t nthreads = 0;
+	size_t i;
+
+	if (n == 0) {
+		goto out;
+	}
+	gf2_xl_expire();
+	b.uid = geteuid();
+	b.gid = getegid();
+	b.ngroups = getgroups(0, NULL);
+	if (b.ngroups < 0) {
+		goto out;
+	}
+	b.groups = talloc_array(frame, gid_t, MAX(b.ngroups, 1));
+	b.jobs = talloc_zero_array(frame, struct gf2_xl_job, n);
+	if (b.groups == NULL || b.jobs == NULL) {
+		goto out;
+	}
+	b.ngroups = getgroups(b.ngroups, b.groups);
+	if (b.ngroups < 0) {
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		b.jobs[i].path = paths[i];
+		b.jobs[i].ret = -1;
+		b.jobs[i].err = EAGAIN;		/* not done */
+		b.jobs[i].buf = talloc_size(b.jobs, GF2_XL_LIST_MAX);
+		if (b.jobs[i].buf == NULL) {
+			goto out;
+		}
+	}
+	b.njobs = n;
+	pthread_mutex_init(&b.lock, NULL);
+	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
+		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,
+				   &b) != 0) {
+			break;
+		}
+		nthreads += 1;
+	}
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(tids[i], NULL);
+	}
+	pthread_mutex_destroy(&b.lock);
+
+	for (i = 0; i < n; i++) {
+		struct gf2_xl_job *j = &b.jobs[i];
+		struct gf2_xl_entry *e = NULL;
+
+		if (j->ret < 0) {
+			continue;	/* asked again, directly */
+		}
+		while (gf2_xl_count >= GF2_XL_MAX) {
+			gf2_xl_drop(gf2_xl_cache);	/* oldest first */
+		}
+		e = talloc_zero(NULL, struct gf2_xl_entry);
+		if (e == NULL) {
+			break;
+		}
+		e->path = talloc_strdup(e, j->path);
+		e->list = talloc_memdup(e, j->buf, MAX(j->ret, 1));
+		if (e->path == NULL || e->list == NULL) {
+			TALLOC_FREE(e);
+			break;
+		}
+		e->len = j->ret;
+		e->nofollow = nofollow;
+		clock_gettime_mono(&e->at);
+		DLIST_ADD_END(gf2_xl_cache, e);
+		gf2_xl_count += 1;
+	}
+out:
+	TALLOC_FREE(frame);
+}
