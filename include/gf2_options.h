@@ -70,4 +70,12 @@ int gf2_parse_int(const char *s, int64_t min, int64_t max,
  */
 int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen);
 
+/*
+ * Look at a client volfile (the text gfapi received) for what Gluster's
+ * "samba" option group turns on: md-cache's cache-invalidation and the
+ * nl-cache translator.
+ */
+void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
+			       bool *nl_cache);
+
 #endif /* GF2_OPTIONS_H */

@@ -470,3 +470,38 @@ int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen)
 	gf2_err(errbuf, errlen, "'%s' is not a boolean (yes/no)", s);
 	return -1;
 }
+
+void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
+			       bool *nl_cache)
+{
+	const char *p = volfile;
+	bool in_mdcache = false;
+
+	*md_invalidation = false;
+	*nl_cache = false;
+	while (p != NULL && *p != '\0') {
+		const char *end = strchr(p, '\n');
+		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		while (len > 0 && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' ||
+				   p[len - 1] == '\r')) {
+			len--;
+		}
+#define GF2_IS(lit) (len == sizeof(lit) - 1 && memcmp(p, lit, len) == 0)
+		if (len >= 7 && memcmp(p, "volume ", 7) == 0) {
+			in_mdcache = false;
+		} else if (GF2_IS("type performance/md-cache")) {
+			in_mdcache = true;
+		} else if (GF2_IS("type performance/nl-cache")) {
+			*nl_cache = true;
+		} else if (in_mdcache && GF2_IS("option cache-invalidation on")) {
+			*md_invalidation = true;
+		}
+#undef GF2_IS
+		p = end != NULL ? end + 1 : NULL;
+	}
+}

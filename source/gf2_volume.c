@@ -108,6 +108,47 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 	TALLOC_FREE(vol);
 }
 
+/*
+ * Warn, once per volume instance, when the volume lacks the options that
+ * make an SMB share fast and coherent (Gluster's "samba" option group):
+ * md-cache held coherent by upcalls (cache-invalidation) and the
+ * negative-lookup cache.  Read from the client volfile gfapi received.
+ */
+static void gf2_volume_check_options(struct gf2_volume *vol)
+{
+	char *buf = NULL;
+	ssize_t len = 0;
+	bool md_inval = false;
+	bool nl_cache = false;
+
+	len = glfs_get_volfile(vol->fs, NULL, 0);
+	if (len >= 0) {
+		return;		/* no volfile to look at */
+	}
+	buf = talloc_zero_size(NULL, -len + 1);
+	if (buf == NULL) {
+		return;
+	}
+	len = glfs_get_volfile(vol->fs, buf, -len);
+	if (len <= 0) {
+		TALLOC_FREE(buf);
+		return;
+	}
+	gf2_volfile_samba_options(buf, &md_inval, &nl_cache);
+	TALLOC_FREE(buf);
+	if (!md_inval || !nl_cache) {
+		DBG_WARNING("volume %s lacks Gluster's 'samba' option group "
+			    "(%s%s%s): listings and small files are slower, "
+			    "and prefetched data follows other clients only "
+			    "within glusterfs2:prefetch max age; to fix: "
+			    "gluster volume set %s group samba\n",
+			    vol->volname,
+			    md_inval ? "" : "no md-cache cache-invalidation",
+			    (!md_inval && !nl_cache) ? ", " : "",
+			    nl_cache ? "" : "no nl-cache", vol->volname);
+	}
+}
+
 struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 {
 	struct gf2_volume *vol = NULL;
@@ -252,6 +293,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 	}
 
 	vol->upcalls = gf2_upcall_register(vol);
+	gf2_volume_check_options(vol);
 	vol->tcons = 1;
 	DLIST_ADD(gf2_volumes, vol);
 	DBG_NOTICE("volume %s connected through %s\n", p->volname, servers);

@@ -173,6 +173,47 @@ static void test_ints_and_bools(void **state)
 	assert_int_equal(gf2_parse_bool("", &b, err, sizeof(err)), -1);
 }
 
+static void test_volfile_samba_options(void **state)
+{
+	const char *plain =
+		"volume v-md-cache\n"
+		"    type performance/md-cache\n"
+		"    subvolumes v-quick-read\n"
+		"end-volume\n";
+	const char *samba =
+		"volume v-nl-cache\n"
+		"    type performance/nl-cache\n"
+		"    option nl-cache-timeout 600\n"
+		"end-volume\n"
+		"volume v-md-cache\n"
+		"    type performance/md-cache\n"
+		"    option cache-invalidation on\n"
+		"    option md-cache-timeout 600\n"
+		"end-volume\n";
+	/* cache-invalidation of another translator does not count */
+	const char *other =
+		"volume v-md-cache\n"
+		"\ttype performance/md-cache\r\n"
+		"end-volume\n"
+		"volume v-x\n"
+		"    type features/upcall\n"
+		"    option cache-invalidation on\n"
+		"end-volume";
+	bool md, nl;
+
+	gf2_volfile_samba_options(plain, &md, &nl);
+	assert_false(md);
+	assert_false(nl);
+	gf2_volfile_samba_options(samba, &md, &nl);
+	assert_true(md);
+	assert_true(nl);
+	gf2_volfile_samba_options(other, &md, &nl);
+	assert_false(md);
+	assert_false(nl);
+	gf2_volfile_samba_options("", &md, &nl);
+	assert_false(md || nl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_volume_names),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_ints_and_bools),
+		cmocka_unit_test(test_volfile_samba_options),
 	};
 
 	cmocka_set_message_output(CM_OUTPUT_STDOUT);

@@ -1,0 +1,57 @@
+"""At connect, glusterfs2 warns when the volume lacks Gluster's "samba"
+option group (md-cache cache-invalidation, nl-cache), naming the command
+that fixes it; and says nothing when the group is applied."""
+
+import glob
+import os
+import subprocess
+import time
+
+
+def volume_option(stack, name):
+    p = subprocess.run(['gluster', 'volume', 'get', stack['GLUSTER_VOLUME'],
+                        name], stdout=subprocess.PIPE,
+                       universal_newlines=True, check=True)
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == name:
+            return parts[1]
+    raise AssertionError('%s not in: %s' % (name, p.stdout))
+
+
+def logs(stack):
+    return {f: os.path.getsize(f)
+            for f in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*'))}
+
+
+def new_text(stack, before):
+    out = []
+    for f in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*')):
+        with open(f, errors='replace') as fh:
+            fh.seek(before.get(f, 0))
+            out.append(fh.read())
+    return '\n'.join(out)
+
+
+def test_connect_warns_without_samba_group(stack):
+    has_group = (volume_option(stack, 'performance.nl-cache') == 'on' and
+                 volume_option(stack, 'performance.cache-invalidation')
+                 == 'on')
+    before = logs(stack)
+    p = subprocess.run(
+        ['smbclient', '//%s/glusterfs2' % stack['SMB_HOST'],
+         '-p', stack['SMB_PORT'],
+         '-U', '%s%%%s' % (stack['SMB_USER'], stack['SMB_PASS']),
+         '-c', 'ls'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=120)
+    assert p.returncode == 0, p.stdout
+    time.sleep(1)
+    text = new_text(stack, before)
+    vol = stack['GLUSTER_VOLUME']
+    warned = ("volume %s lacks Gluster's 'samba' option group" % vol in
+              text)
+    if has_group:
+        assert not warned, text[-3000:]
+    else:
+        assert warned, 'no warning in the smbd log:\n' + text[-3000:]
+        assert 'gluster volume set %s group samba' % vol in text
