@@ -1401,6 +1401,16 @@ static int gf2_fntimes(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret;
 
+	if (!is_omit_timespec(&ft->create_time)) {
+		/*
+		 * As Samba's default VFS: the create time lives in the
+		 * DOS attribute xattr (user.DOSATTRIB), written through
+		 * our fsetxattr; without it a client's new create time
+		 * would be dropped (smbtorture smb2.timestamps).
+		 */
+		(void)set_create_timespec_ea(fsp, ft->create_time);
+	}
+
 	times[0] = ft->atime;
 	times[1] = ft->mtime;
 	if (is_omit_timespec(&times[0])) {
@@ -1718,7 +1728,15 @@ static int gf2_fchflags(struct vfs_handle_struct *handle,
  * Case-insensitive lookup: Gluster's DHT answers the virtual xattr
  * "glusterfs.get_real_filename:NAME" on a directory with the name as it
  * is stored, in one round trip instead of a directory scan.
+ *
+ * An xattr name is at most XATTR_NAME_MAX (255) bytes, so names longer
+ * than 227 bytes cannot be asked that way (gfapi fails the call, and
+ * smbd would refuse a valid 228-255 byte name as OBJECT_NAME_INVALID):
+ * for those, NT_STATUS_NOT_SUPPORTED sends smbd to its directory scan.
  */
+#define GF2_REAL_FILENAME_KEY "glusterfs.get_real_filename:"
+#define GF2_XATTR_NAME_MAX 255
+
 static NTSTATUS gf2_get_real_filename_at(struct vfs_handle_struct *handle,
 					 struct files_struct *dirfsp,
 					 const char *name,
@@ -1732,10 +1750,12 @@ static NTSTATUS gf2_get_real_filename_at(struct vfs_handle_struct *handle,
 	ssize_t ret;
 	int n;
 
-	n = snprintf(key, sizeof(key), "glusterfs.get_real_filename:%s",
-		     name);
-	if (n < 0 || (size_t)n >= sizeof(key)) {
+	n = snprintf(key, sizeof(key), GF2_REAL_FILENAME_KEY "%s", name);
+	if (n < 0) {
 		return NT_STATUS_OBJECT_NAME_INVALID;
+	}
+	if ((size_t)n >= sizeof(key) || n > GF2_XATTR_NAME_MAX) {
+		return NT_STATUS_NOT_SUPPORTED;
 	}
 	path = gf2_fsp_path(talloc_tos(), c, dirfsp);
 	if (path == NULL) {

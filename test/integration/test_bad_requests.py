@@ -1,0 +1,594 @@
+"""Invalid SMB requests that reach the module (issue 8, "Bad input").
+
+Every case is sent, as raw SMB2 requests over one impacket session
+(test/tools/smb2q.py's Conn), to the stack's `glusterfs2` share and to the
+`local` share (Samba's default VFS on a local directory, the reference),
+and the NTSTATUS glusterfs2 returns must equal local's.  Where the two
+differ for a reason that is not the module's, the case says so in
+EXPECTED_DIFFERENCES, and the test then asserts exactly that difference.
+
+Cases:
+  - reads and writes at offsets >= 2^63 and near 2^64 (smbd hands the
+    module a negative off_t), at 2^63 - 1 where offset + length wraps
+    past INT64_MAX;
+  - zero-length reads and writes, at 0, at EOF and at huge offsets;
+  - reads and writes one byte larger than the negotiated maximum
+    (INVALID_PARAMETER from smbd, before the module);
+  - reads at EOF, past EOF and across EOF (short read);
+  - names: control characters, trailing dots and spaces, unicode (BMP and
+    a surrogate pair), a 255-byte name, 256 bytes and 255 characters of
+    a two-byte UTF-8 letter (510 bytes), reserved characters;
+  - deep paths: 60 levels of directories created one by one, a file at
+    the bottom written and read back, and a path past PATH_MAX.
+
+After every case the smbd child serving the connection must still be alive
+and answer an ECHO, and at the end the file written at the start must
+still hold exactly its data, and no smbd that served us logged a PANIC.
+"""
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import TOP
+
+sys.path.insert(0, os.path.join(TOP, 'test', 'tools'))
+import smb2q  # noqa: E402
+
+from impacket import smb3, smb3structs as s3, nt_errors  # noqa: E402
+
+SHARES = ('glusterfs2', 'local')
+
+STATUS = {name: code for code, (name, _d) in nt_errors.ERROR_MESSAGES.items()}
+
+DATA_SIZE = 100000      # the file every data case works on
+SEED = 'bad-requests'
+
+# Cases whose status on glusterfs2 legitimately differs from local's:
+# case name -> (glusterfs2 status, local status, why).  Empty when the
+# module matches the default VFS everywhere.
+EXPECTED_DIFFERENCES = {
+    # gfapi resolves every call's whole path from the volume root and
+    # refuses paths past PATH_MAX (4096 bytes) with ENAMETOOLONG, which
+    # smbd maps to OBJECT_NAME_INVALID; the default VFS works relative to
+    # the parent directory's descriptor (openat), so local creates one
+    # more level and then fails resolving the parent (PATH_NOT_FOUND).
+    # (The stock vfs_glusterfs refuses the very first 240-byte name, as
+    # it refuses every name of 228-255 bytes: see gf2_get_real_filename_at.)
+    # Level 16 is the first whose share-relative path passes 4096 bytes.
+    'mkdir past PATH_MAX': (((16, 'STATUS_OBJECT_NAME_INVALID'),),
+                            ((17, 'STATUS_OBJECT_PATH_NOT_FOUND'),),
+                            'gfapi paths are limited to PATH_MAX'),
+}
+
+
+def status_name(code):
+    return smb2q.status_name(code)
+
+
+class Client:
+    """One session and tree connect to `share`, raw requests on top."""
+
+    def __init__(self, stack, share):
+        self.share = share
+        self.conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                               stack['SMB_USER'], stack['SMB_PASS'], share,
+                               timeout=60.0)
+        self.pid = self.conn.server_pid
+        # impacket caps what it records at 1 MiB; smbd enforces its own
+        # (smb2 max read/write, at most 0xFFFF00 with SMB 3.0).
+        self.max_read = server_max(stack, 'smb2 max read')
+        self.max_write = server_max(stack, 'smb2 max write')
+
+    def request(self, packet, charge=1):
+        """Send one request; (status, response bytes)."""
+        c = self.conn
+        c.ensure_credits(charge + 1)
+        mid = c.send(packet, charge)
+        c.pending[mid] = {'what': 'request'}
+        while True:
+            for rmid, status, frame, start, end in c.recv_responses():
+                if rmid == mid:
+                    c.pending.pop(mid, None)
+                    return status, bytes(frame[start:end])
+                raise AssertionError('response to unexpected message id %d'
+                                     % rmid)
+
+    def read(self, fid, off, n, charge=None):
+        """(status, data)."""
+        if charge is None:
+            charge = self.conn.charge(n)
+        status, rsp = self.request(self.conn.read_packet(fid, off, n),
+                                   charge)
+        if status != 0:
+            return status, b''
+        doff, _r, dlen = struct.unpack_from('<BBI', rsp, 64 + 2)
+        return status, rsp[doff:doff + dlen]
+
+    def write(self, fid, off, data, charge=None):
+        """(status, count)."""
+        if charge is None:
+            charge = self.conn.charge(len(data))
+        status, rsp = self.request(self.conn.write_packet(fid, off, data),
+                                   charge)
+        if status != 0:
+            return status, 0
+        (count,) = struct.unpack_from('<I', rsp, 64 + 4)
+        return status, count
+
+    def echo(self):
+        p = self.conn.c.SMB_PACKET()
+        p['Command'] = s3.SMB2_ECHO
+        p['Data'] = s3.SMB2Echo()
+        status, _ = self.request(p)
+        return status
+
+    def create(self, path, directory=False, disposition=s3.FILE_OPEN_IF,
+               access=None):
+        """(status, file id or None)."""
+        self.conn.quiet()
+        if access is None:
+            access = (s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
+                      s3.FILE_APPEND_DATA | s3.FILE_READ_ATTRIBUTES |
+                      s3.FILE_WRITE_ATTRIBUTES | s3.SYNCHRONIZE |
+                      s3.DELETE)
+            if directory:
+                access = (s3.FILE_LIST_DIRECTORY | s3.FILE_READ_ATTRIBUTES |
+                          s3.SYNCHRONIZE | s3.DELETE)
+        opts = s3.FILE_DIRECTORY_FILE if directory else \
+            s3.FILE_NON_DIRECTORY_FILE
+        try:
+            fid = self.conn.c.create(
+                self.conn.tid, path.replace('/', '\\'), access,
+                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                s3.FILE_SHARE_DELETE, opts, disposition,
+                s3.FILE_ATTRIBUTE_DIRECTORY if directory else
+                s3.FILE_ATTRIBUTE_NORMAL)
+        except smb3.SessionError as e:
+            return e.get_error_code(), None
+        return 0, fid
+
+    def close(self, fid):
+        self.conn.quiet()
+        try:
+            self.conn.c.close(self.conn.tid, fid)
+        except smb3.SessionError as e:
+            return e.get_error_code()
+        return 0
+
+    def alive(self):
+        """The serving smbd child still exists and answers an ECHO."""
+        if self.pid is not None:
+            assert os.path.exists('/proc/%d' % self.pid), \
+                'smbd child %d serving [%s] is gone' % (self.pid, self.share)
+        status = self.echo()
+        assert status == 0, 'ECHO on [%s] answered %s' % (
+            self.share, status_name(status))
+
+    def drop(self):
+        self.conn.drop()
+
+
+def server_max(stack, param):
+    out = subprocess.run(['testparm', '-s', '--parameter-name=' + param,
+                          stack['SMB_CONF']], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, universal_newlines=True,
+                         check=True).stdout
+    return min(int(out.strip()), 0xFFFF00)
+
+
+def share_dir(stack, share):
+    return stack['LOCAL_DIR'] if share == 'local' else stack['FUSE_MOUNT']
+
+
+@pytest.fixture(scope='module')
+def env(stack):
+    """A directory of our own on both shares, a data file of DATA_SIZE
+    pattern bytes in each, one client per share."""
+    top = 'badreq-%s' % uuid.uuid4().hex[:10]
+    pattern = smb2q.Pattern(SEED)
+    data = bytes(pattern.get(0, DATA_SIZE))
+    offsets = log_offsets(stack)
+    clients = {}
+    for share in SHARES:
+        cl = Client(stack, share)
+        clients[share] = cl
+        st, fid = cl.create(top, directory=True, disposition=s3.FILE_CREATE)
+        assert st == 0, status_name(st)
+        cl.close(fid)
+        st, fid = cl.create(top + '/data', disposition=s3.FILE_OVERWRITE_IF)
+        assert st == 0, status_name(st)
+        st, n = cl.write(fid, 0, data)
+        assert (st, n) == (0, DATA_SIZE), (status_name(st), n)
+        cl.close(fid)
+    e = {'top': top, 'data': data, 'clients': clients, 'stack': stack,
+         'log_offsets': offsets, 'results': {}}
+    yield e
+    for share in SHARES:
+        clients[share].drop()
+        shutil.rmtree(os.path.join(share_dir(stack, share), top),
+                      ignore_errors=True)
+
+
+def log_offsets(stack):
+    d = stack['SMB_LOGDIR']
+    return {f: os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+            if f.startswith('log.')}
+
+
+def panics_since(stack, offsets, pids):
+    d = stack['SMB_LOGDIR']
+    found = []
+    for f in os.listdir(d):
+        if not f.startswith('log.'):
+            continue
+        with open(os.path.join(d, f), 'rb') as fh:
+            fh.seek(offsets.get(f, 0))
+            text = fh.read().decode('utf-8', 'replace')
+        for line in text.splitlines():
+            m = re.search(r'(?:PANIC \(pid|in pid) (\d+)', line)
+            if m and int(m.group(1)) in pids:
+                found.append('%s: %s' % (f, line.strip()))
+    return found
+
+
+def compare(env, case, results, expected=None):
+    """results: share -> comparable outcome (a status name, or a tuple
+    starting with one).  glusterfs2's must equal local's (or the
+    documented difference), and local's must be `expected` when given.
+    Both smbd children must still serve."""
+    env['results'][case] = results
+    for cl in env['clients'].values():
+        cl.alive()
+    g, l = results['glusterfs2'], results['local']
+    if expected is not None:
+        assert l == expected, '%s: local gave %r, the test expects %r' % (
+            case, l, expected)
+    if case in EXPECTED_DIFFERENCES:
+        eg, el, why = EXPECTED_DIFFERENCES[case]
+        assert (g, l) == (eg, el), '%s: documented difference (%s) no ' \
+            'longer holds: glusterfs2 %r, local %r' % (case, why, g, l)
+        return
+    assert g == l, '%s: glusterfs2 gave %r, local %r' % (case, g, l)
+
+
+def with_data_file(env, fn, access=None):
+    """Run fn(client, fid) on each share's data file; share -> result."""
+    out = {}
+    for share, cl in env['clients'].items():
+        st, fid = cl.create(env['top'] + '/data', disposition=s3.FILE_OPEN,
+                            access=access)
+        assert st == 0, '%s: open data: %s' % (share, status_name(st))
+        try:
+            out[share] = fn(cl, fid)
+        finally:
+            cl.close(fid)
+    return out
+
+
+# -- reads and writes at odd offsets and sizes ---------------------------
+
+HUGE_OFFSETS = [
+    ('2^63', 1 << 63),
+    ('2^63+4096', (1 << 63) + 4096),
+    ('2^64-65536', (1 << 64) - 65536),
+    ('2^64-1', (1 << 64) - 1),
+    ('2^63-1', (1 << 63) - 1),          # offset + length wraps INT64_MAX
+]
+
+
+@pytest.mark.parametrize('label,off', HUGE_OFFSETS,
+                         ids=[x[0] for x in HUGE_OFFSETS])
+@pytest.mark.parametrize('length', [1, 65536])
+def test_read_huge_offset(env, label, off, length):
+    def run(cl, fid):
+        st, data = cl.read(fid, off, length)
+        return (status_name(st), len(data))
+    compare(env, 'read %d at %s' % (length, label),
+            with_data_file(env, run))
+
+
+@pytest.mark.parametrize('label,off', HUGE_OFFSETS,
+                         ids=[x[0] for x in HUGE_OFFSETS])
+@pytest.mark.parametrize('length', [1, 65536])
+def test_write_huge_offset(env, label, off, length):
+    def run(cl, fid):
+        st, n = cl.write(fid, off, b'\xa5' * length)
+        return (status_name(st), n)
+    compare(env, 'write %d at %s' % (length, label),
+            with_data_file(env, run))
+
+
+@pytest.mark.parametrize('off', [0, 4096, DATA_SIZE, DATA_SIZE + 1,
+                                 1 << 40, 1 << 63, (1 << 64) - 1])
+def test_zero_length_read(env, off):
+    def run(cl, fid):
+        st, data = cl.read(fid, off, 0)
+        return (status_name(st), len(data))
+    compare(env, 'read 0 at %d' % off, with_data_file(env, run))
+
+
+@pytest.mark.parametrize('off', [0, 4096, DATA_SIZE, DATA_SIZE + 1,
+                                 1 << 40, 1 << 63, (1 << 64) - 1])
+def test_zero_length_write(env, off):
+    def run(cl, fid):
+        st, n = cl.write(fid, off, b'')
+        return (status_name(st), n)
+    compare(env, 'write 0 at %d' % off, with_data_file(env, run))
+
+
+def test_read_larger_than_max(env):
+    """One byte past the negotiated max read: INVALID_PARAMETER."""
+    def run(cl, fid):
+        st, data = cl.read(fid, 0, cl.max_read + 1)
+        return (status_name(st), len(data))
+    compare(env, 'read max+1', with_data_file(env, run),
+            expected=('STATUS_INVALID_PARAMETER', 0))
+
+
+def test_read_exactly_max(env):
+    """The negotiated max read itself is fine: the whole (short) file."""
+    def run(cl, fid):
+        st, data = cl.read(fid, 0, cl.max_read)
+        return (status_name(st), len(data), data == env['data'])
+    compare(env, 'read max', with_data_file(env, run),
+            expected=('STATUS_SUCCESS', DATA_SIZE, True))
+
+
+def test_write_larger_than_max(env):
+    def run(cl, fid):
+        st, n = cl.write(fid, 0, b'\x5a' * (cl.max_write + 1))
+        return (status_name(st), n)
+    compare(env, 'write max+1', with_data_file(env, run),
+            expected=('STATUS_INVALID_PARAMETER', 0))
+
+
+def test_read_credit_charge_too_small(env):
+    """A 1 MiB read that pays one credit: smbd refuses it before the
+    module sees it; same answer on both."""
+    def run(cl, fid):
+        st, data = cl.read(fid, 0, 1 << 20, charge=1)
+        return (status_name(st), len(data))
+    compare(env, 'read 1M charge 1', with_data_file(env, run),
+            expected=('STATUS_INVALID_PARAMETER', 0))
+
+
+@pytest.mark.parametrize('off,length,want', [
+    (DATA_SIZE, 1, 0),                  # at EOF
+    (DATA_SIZE, 65536, 0),
+    (DATA_SIZE + 1, 1, 0),              # past EOF
+    (1 << 40, 65536, 0),                # far past EOF
+    ((1 << 62), 4096, 0),
+    (DATA_SIZE - 10, 65536, 10),        # across EOF: short read
+    (0, DATA_SIZE + 65536, DATA_SIZE),
+])
+def test_read_at_eof(env, off, length, want):
+    def run(cl, fid):
+        st, data = cl.read(fid, off, length)
+        ok = data == env['data'][off:off + len(data)]
+        return (status_name(st), len(data), ok)
+    expected = ('STATUS_END_OF_FILE', 0, True) if want == 0 else \
+        ('STATUS_SUCCESS', want, True)
+    compare(env, 'read %d at %d' % (length, off), with_data_file(env, run),
+            expected=expected)
+
+
+def test_read_without_read_access(env):
+    def run(cl, fid):
+        st, data = cl.read(fid, 0, 100)
+        return (status_name(st), len(data))
+    compare(env, 'read on a write-only handle',
+            with_data_file(env, run, access=s3.FILE_WRITE_DATA |
+                           s3.SYNCHRONIZE),
+            expected=('STATUS_ACCESS_DENIED', 0))
+
+
+# -- names ----------------------------------------------------------------
+
+NAMES = [
+    ('ctrl-01', 'a\x01b'),
+    ('ctrl-1f', 'a\x1fb'),
+    ('ctrl-tab', 'a\tb'),
+    ('ctrl-newline', 'a\nb'),
+    ('trailing-dot', 'name.'),
+    ('trailing-dots', 'name...'),
+    ('trailing-space', 'name '),
+    ('leading-space', ' name'),
+    ('only-dots', '...'),
+    ('unicode-bmp', 'gr\u00fc\u00dfe-\u65e5\u672c\u8a9e-\u0436'),
+    ('unicode-astral', 'emoji-\U0001f600-\U0001d11e'),
+    ('unicode-combining', 'e\u0301e\u0301'),
+    ('bom', '\ufeffbom'),
+    ('255-bytes', 'n' * 255),
+    ('256-bytes', 'n' * 256),
+    ('254-bytes+2byte-char', 'n' * 253 + '\u00e9'),   # 255 bytes in UTF-8
+    ('255-bytes-utf8-256', 'n' * 254 + '\u00e9'),      # 256 bytes
+    ('255-chars-510-bytes', '\u00e9' * 255),
+    ('1000-chars', 'x' * 1000),
+    ('star', 'a*b'),
+    ('question', 'a?b'),
+    ('lt-gt', 'a<b>'),
+    ('pipe', 'a|b'),
+    ('quote', 'a"b'),
+    ('colon-stream', 'a:b'),
+    ('colon-bad-stream-type', 'a:b:$BAD'),
+    ('dot', '.'),
+    ('dotdot-escape', '..\\..\\etc'),
+    ('empty-component', 'a\\\\b'),
+]
+
+
+@pytest.mark.parametrize('label,name', NAMES, ids=[x[0] for x in NAMES])
+def test_odd_names(env, label, name):
+    """Create the name as a file, write 5 bytes, read them back, close;
+    then the same for a directory of that name plus '-d'.  Status of each
+    step compared."""
+    results = {}
+    for share, cl in env['clients'].items():
+        path = env['top'] + '/' + name
+        st, fid = cl.create(path, disposition=s3.FILE_CREATE)
+        steps = [status_name(st)]
+        if st == 0:
+            wst, n = cl.write(fid, 0, b'hello')
+            rst, data = cl.read(fid, 0, 100)
+            steps += [status_name(wst), n, status_name(rst), data]
+            cl.close(fid)
+            # open it again by name: the name round-trips
+            st2, fid2 = cl.create(path, disposition=s3.FILE_OPEN)
+            steps.append(status_name(st2))
+            if st2 == 0:
+                cl.close(fid2)
+        dst, dfid = cl.create(path + '-d', directory=True,
+                              disposition=s3.FILE_CREATE)
+        steps.append(status_name(dst))
+        if dst == 0:
+            cl.close(dfid)
+        results[share] = tuple(steps)
+    compare(env, 'name %s' % label, results)
+
+
+# -- deep paths -----------------------------------------------------------
+
+def test_deep_path_60_levels(env):
+    """60 nested directories created one by one, a file at the bottom
+    written and read back through the full path."""
+    results = {}
+    payload = bytes(smb2q.Pattern('deep').get(0, 70000))
+    for share, cl in env['clients'].items():
+        path = env['top'] + '/deep'
+        st, fid = cl.create(path, directory=True, disposition=s3.FILE_CREATE)
+        assert st == 0, status_name(st)
+        cl.close(fid)
+        steps = []
+        for i in range(60):
+            path += '/level%02d' % i
+            st, fid = cl.create(path, directory=True,
+                                disposition=s3.FILE_CREATE)
+            steps.append(status_name(st))
+            if st != 0:
+                break
+            cl.close(fid)
+        st, fid = cl.create(path + '/bottom.bin',
+                            disposition=s3.FILE_CREATE)
+        steps.append(status_name(st))
+        if st == 0:
+            wst, n = cl.write(fid, 0, payload)
+            rst, data = cl.read(fid, 0, len(payload) + 10)
+            steps += [status_name(wst), n, status_name(rst),
+                      data == payload]
+            cl.close(fid)
+        results[share] = tuple(steps)
+    compare(env, 'deep path', results,
+            expected=tuple(['STATUS_SUCCESS'] * 62 +
+                           [len(payload),
+                            'STATUS_SUCCESS', True]))
+
+
+@pytest.mark.parametrize('label,comp,levels', [
+    ('4100 bytes, 17 x 240', 'L' * 240, 17),       # past PATH_MAX (4096)
+    ('32000 chars', 'M' * 250, 128),               # near SMB2's 32767 limit
+    ('5000 levels of 1', 'q', 2500),
+])
+def test_path_past_max_length(env, label, comp, levels):
+    """A file create through a path longer than PATH_MAX whose directories
+    do not exist, and then mkdir of each level in turn until one fails:
+    the statuses and the level where it stops are compared."""
+    results = {}
+    for share, cl in env['clients'].items():
+        rel = '/'.join([comp] * levels)
+        st, fid = cl.create(env['top'] + '/long/' + rel + '/f',
+                            disposition=s3.FILE_CREATE)
+        if fid is not None:
+            cl.close(fid)
+        steps = [status_name(st)]
+        results[share] = tuple(steps)
+    compare(env, 'long path %s' % label, results)
+
+
+def test_path_past_max_length_mkdir(env):
+    """Directories of 240-byte names created one level at a time until
+    the path (share-relative) passes 4096 bytes: where creation stops and
+    with what status must match local."""
+    results = {}
+    comp = 'P' * 240
+    for share, cl in env['clients'].items():
+        path = env['top'] + '/mk'
+        st, fid = cl.create(path, directory=True, disposition=s3.FILE_CREATE)
+        assert st == 0
+        cl.close(fid)
+        steps = []
+        for i in range(24):
+            path += '/' + comp
+            st, fid = cl.create(path, directory=True,
+                                disposition=s3.FILE_CREATE)
+            if fid is not None:
+                cl.close(fid)
+            if st != 0:
+                steps.append((i, status_name(st)))
+                break
+        else:
+            steps.append((24, 'all created'))
+        results[share] = tuple(steps)
+    compare(env, 'mkdir past PATH_MAX', results)
+
+
+# -- nothing lost, nothing crashed ---------------------------------------
+
+def write_table(results):
+    """test/results/bad-requests.md: every case and what each share
+    answered (outcome tuples shortened: statuses without STATUS_)."""
+    def short(v):
+        if isinstance(v, tuple):
+            return ', '.join(short(x) for x in v)
+        if isinstance(v, bytes):
+            return repr(v)
+        return str(v).replace('STATUS_', '')
+    lines = ['# Invalid SMB requests: glusterfs2 against local',
+             '',
+             'Written by test/integration/test_bad_requests.py.  Each row: '
+             'the outcome steps of one case (statuses, byte counts, data '
+             'checks).', '',
+             '| case | glusterfs2 | local | same |',
+             '| --- | --- | --- | --- |']
+    for case, r in results.items():
+        g, l = short(r['glusterfs2']), short(r['local'])
+        if len(g) > 120:
+            g = g[:117] + '...'
+        if len(l) > 120:
+            l = l[:117] + '...'
+        same = 'yes' if r['glusterfs2'] == r['local'] else \
+            'no (documented)'
+        lines.append('| %s | %s | %s | %s |' % (
+            case.replace('|', '\\|'), g.replace('|', '\\|'),
+            l.replace('|', '\\|'), same))
+    os.makedirs(os.path.join(TOP, 'test', 'results'), exist_ok=True)
+    with open(os.path.join(TOP, 'test', 'results', 'bad-requests.md'),
+              'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+
+def test_zz_data_intact_and_no_crash(env):
+    """Last: the data file holds exactly what was written at the start
+    on both shares (every failed write above wrote nothing), both smbd
+    children still serve, and none of them logged a PANIC."""
+    def run(cl, fid):
+        st, data = cl.read(fid, 0, DATA_SIZE + 4096)
+        return (status_name(st), len(data), data == env['data'])
+    write_table(env['results'])
+    out = with_data_file(env, run)
+    for share, r in out.items():
+        assert r == ('STATUS_SUCCESS', DATA_SIZE, True), (share, r)
+    pids = {cl.pid for cl in env['clients'].values() if cl.pid}
+    assert pids, 'no smbd child pid found for the connections'
+    for cl in env['clients'].values():
+        cl.alive()
+    time.sleep(0.5)
+    panics = panics_since(env['stack'], env['log_offsets'], pids)
+    assert not panics, 'smbd crashed:\n' + '\n'.join(panics)
