@@ -335,8 +335,19 @@ void gf2_ra_on_read(struct gf2_ra_state *st,
 	}
 
 	if (s->frontier > s->marker) {
-		gf2_ra_issue(cfg, s, s->start + s->size,
-			     gf2_ra_next_size(cfg, s->size),
+		/*
+		 * The next window follows the newest one, unless the reader
+		 * is already past its end (reads larger than the window, or
+		 * a read that jumped ahead within the tolerance): then what
+		 * lies behind the frontier has been read, and the window
+		 * starts at the frontier instead.
+		 */
+		uint64_t next = s->start + s->size;
+
+		if (next < s->frontier) {
+			next = s->frontier;
+		}
+		gf2_ra_issue(cfg, s, next, gf2_ra_next_size(cfg, s->size),
 			     file_size, avail, d);
 	}
 }

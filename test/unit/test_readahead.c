@@ -28,6 +28,13 @@ static struct gf2_ra_config cfg(void)
 	return c;
 }
 
+static const struct gf2_ra_config cfg_default = {
+	.init_window = 256 * KiB,
+	.max_window = 8 * MiB,
+	.min_window = 64 * KiB,
+	.streams = 4,
+};
+
 /* Issued windows, to check that reads were prefetched in time. */
 struct issued {
 	uint64_t off[4096];
@@ -426,6 +433,49 @@ static void test_miss_refill(void **state)
 	gf2_ra_on_miss(&st, GF2_RA_MAX_STREAMS);
 }
 
+/*
+ * Reads larger than the window (max window 64K, 1 MiB reads): every
+ * window issued after the first lies ahead of the reader, never behind
+ * its frontier (found by test/fuzz/fuzz_readahead.c: the next window
+ * followed the previous one even when the reader had passed its end, so
+ * each read fetched 64K it had already read).
+ */
+static void test_reads_larger_than_window(void **state)
+{
+	struct gf2_ra_config c = {
+		.init_window = 64 * KiB,
+		.max_window = 64 * KiB,
+		.min_window = 64 * KiB,
+		.streams = 4,
+	};
+	struct gf2_ra_state st;
+	struct gf2_ra_decision d;
+	uint64_t off;
+	unsigned windows = 0;
+
+	gf2_ra_init(&st);
+	for (off = 0; off < 64 * MiB; off += MiB) {
+		gf2_ra_on_read(&st, &c, off, MiB, NOSIZE, LOTS, 0, &d);
+		if (d.len > 0) {
+			windows++;
+			assert_true(d.off >= off + MiB);
+			assert_true(d.len <= 64 * KiB);
+		}
+	}
+	assert_true(windows >= 60);
+
+	/* a small read, then one that jumps far past the window */
+	gf2_ra_init(&st);
+	gf2_ra_on_read(&st, &cfg_default, 0, 15 * MiB, NOSIZE, LOTS, 0, &d);
+	gf2_ra_on_read(&st, &cfg_default, 15 * MiB, 64 * KiB, NOSIZE, LOTS, 0,
+		       &d);
+	assert_int_equal(d.off, 15 * MiB + 64 * KiB);
+	gf2_ra_on_read(&st, &cfg_default, 15 * MiB + 64 * KiB, 12 * MiB,
+		       NOSIZE, LOTS, 0, &d);
+	assert_true(d.len > 0);
+	assert_true(d.off >= 27 * MiB + 64 * KiB);
+}
+
 static void test_degenerate(void **state)
 {
 	struct gf2_ra_config c = cfg();
@@ -459,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_lead_limit),
 		cmocka_unit_test(test_miss_refill),
+		cmocka_unit_test(test_reads_larger_than_window),
 		cmocka_unit_test(test_degenerate),
 	};
 
