@@ -60,6 +60,43 @@ static int gf2_parse_port(const char *s, size_t len, int *port,
 	return 0;
 }
 
+/*
+ * What may stand in brackets: an IPv6 address (hex digits, ':' and '.'
+ * for an embedded IPv4 address; at least one ':'), optionally followed by
+ * a zone, '%' and an interface name.  Anything else would be handed to
+ * gfapi as a host name no resolver knows, and could not be logged back
+ * in a form that parses again.
+ */
+static bool gf2_valid_ipv6_chars(const char *s, size_t len)
+{
+	bool colon = false;
+	size_t i;
+
+	for (i = 0; i < len && s[i] != '%'; i++) {
+		if (s[i] == ':') {
+			colon = true;
+		} else if (!isxdigit((unsigned char)s[i]) && s[i] != '.') {
+			return false;
+		}
+	}
+	if (!colon) {
+		return false;
+	}
+	if (i == len) {
+		return true;
+	}
+	if (i + 1 == len) {
+		return false;		/* empty zone */
+	}
+	for (i++; i < len; i++) {
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '-' && s[i] != '_') {
+			return false;
+		}
+	}
+	return true;
+}
+
 static int gf2_parse_one_server(const char *s, size_t len,
 				struct gf2_volfile_server *srv,
 				char *errbuf, size_t errlen)
@@ -140,6 +177,11 @@ static int gf2_parse_one_server(const char *s, size_t len,
 		}
 		if (hostlen > GF2_MAX_HOST_LEN) {
 			gf2_err(errbuf, errlen, "address too long");
+			return -1;
+		}
+		if (!gf2_valid_ipv6_chars(host + 1, hostlen)) {
+			gf2_err(errbuf, errlen, "'%.*s' in brackets is not an "
+				"IPv6 address", (int)hostlen, host + 1);
 			return -1;
 		}
 		memcpy(srv->host, host + 1, hostlen);
@@ -257,7 +299,8 @@ void gf2_format_volfile_servers(const struct gf2_volfile_server *servers,
 	buf[0] = '\0';
 	for (i = 0; i < num && used < buflen; i++) {
 		const struct gf2_volfile_server *s = &servers[i];
-		bool v6 = strchr(s->host, ':') != NULL;
+		bool v6 = strcmp(s->transport, "unix") != 0 &&
+			  strchr(s->host, ':') != NULL;
 		int w;
 
 		if (s->port != 0) {

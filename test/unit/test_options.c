@@ -52,6 +52,52 @@ static void test_servers_list(void **state)
 			    "rdma+10.0.0.1");
 }
 
+/*
+ * Brackets hold IPv6 addresses only, and every accepted list logs in a
+ * form that parses back to itself (found by test/fuzz/fuzz_options.c:
+ * "[=]" was accepted as the host "=", logged as "tcp+=", and a unix
+ * socket path with a ':' was logged in brackets).
+ */
+static void test_servers_brackets_roundtrip(void **state)
+{
+	static const char *good[] = {
+		"[::1]", "[fe80::1%eth0]:24007", "[::ffff:10.0.0.1]:1",
+		"unix+/run/a:b.socket", "[2001:DB8::7]",
+	};
+	static const char *bad[] = {
+		"[=]", "[localhost]", "[10.0.0.1]", "[::1%]", "[::1%e/0]",
+		"[a/b:c]", "[::g]",
+	};
+	struct gf2_volfile_server s[2];
+	struct gf2_volfile_server again[2];
+	char err[GF2_ERRLEN];
+	char buf[300];
+	size_t n = 0;
+	size_t n2 = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(gf2_parse_volfile_servers(good[i], s, 2, &n,
+							   err, sizeof(err)),
+				 0);
+		gf2_format_volfile_servers(s, n, buf, sizeof(buf));
+		assert_int_equal(gf2_parse_volfile_servers(buf, again, 2, &n2,
+							   err, sizeof(err)),
+				 0);
+		assert_int_equal(n2, n);
+		assert_string_equal(again[0].transport, s[0].transport);
+		assert_string_equal(again[0].host, s[0].host);
+		assert_int_equal(again[0].port, s[0].port);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(gf2_parse_volfile_servers(bad[i], s, 2, &n,
+							   err, sizeof(err)),
+				 -1);
+		assert_true(strlen(err) > 0);
+	}
+}
+
 static void test_servers_bad(void **state)
 {
 	static const char *bad[] = {
@@ -220,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_servers_default_port),
 		cmocka_unit_test(test_servers_list),
 		cmocka_unit_test(test_servers_bad),
+		cmocka_unit_test(test_servers_brackets_roundtrip),
 		cmocka_unit_test(test_servers_too_many),
 		cmocka_unit_test(test_volume_names),
 		cmocka_unit_test(test_sizes),
