@@ -68,6 +68,7 @@ MODULE_SOURCES = [
     'source/gf2_stats.c',
     'source/gf2_xlist.c',
     'source/gf2_acl.c',
+    'source/gf2_offload.c',
 ]
 
 UNIT_TESTS = [

@@ -30,6 +30,7 @@
 #include "lib/util/tevent_unix.h"
 #include "gf2_private.h"
 #include "gf2_acl.h"
+#include "gf2_offload.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -1956,6 +1957,11 @@ static struct vfs_fn_pointers gf2_fns = {
 	.lseek_fn = gf2_lseek,
 	.sendfile_fn = gf2_sendfile,
 	.recvfile_fn = gf2_recvfile,
+	/* server-side copy (FSCTL_SRV_COPYCHUNK), gf2_offload.c */
+	.offload_read_send_fn = gf2_offload_read_send,
+	.offload_read_recv_fn = gf2_offload_read_recv,
+	.offload_write_send_fn = gf2_offload_write_send,
+	.offload_write_recv_fn = gf2_offload_write_recv,
 	.renameat_fn = gf2_renameat,
 	.fsync_send_fn = gf2_fsync_send_fn,
 	.fsync_recv_fn = gf2_fsync_recv_fn,
