@@ -1,0 +1,46 @@
+"""A short soak in the suite (issue 8, "Load"): test/soak/run for 2
+minutes, 8 clients on the glusterfs2 share, mixed sequential and random
+reads and writes, appends, truncates, creates and deletes, every byte
+read checked against what the client wrote.  Fails on any data error,
+any error from the server, an smbd crash (PANIC/signal in the log, a
+serving process vanishing) or RSS growth after warm-up beyond the
+threshold test/soak/run states (24 MiB per smbd).  The 20-minute run is
+`test/soak/run --minutes 20` (README, Reliability).
+
+SOAK_MINUTES overrides the duration.
+"""
+
+import json
+import os
+import subprocess
+
+from conftest import TOP
+
+MINUTES = float(os.environ.get('SOAK_MINUTES', '2'))
+
+
+def test_soak_short(stack, tmp_path):
+    out = tmp_path / 'soak'
+    p = subprocess.run([os.path.join(TOP, 'test', 'soak', 'run'),
+                        '--minutes', str(MINUTES), '--clients', '8',
+                        '--share', 'glusterfs2', '--out', str(out)],
+                       cwd=TOP, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True,
+                       timeout=MINUTES * 60 + 600)
+    report = (out / 'report.md').read_text() if \
+        (out / 'report.md').exists() else p.stdout
+    with open(out / 'result.json') as f:
+        res = json.load(f)
+    assert not res['data_errors'], report
+    assert not res['op_errors'], report
+    assert not res['crashes'], report
+    assert not res['clients_without_smbd'], report
+    assert len(res['smbd_pids']) == 8, report
+    assert len(res['rss_growth_mib']) == 8, report
+    for k, v in res['rss_growth_mib'].items():
+        assert v <= res['rss_growth_threshold_mib'], report
+    for op in ('create', 'seqread', 'randread', 'randwrite', 'append',
+               'truncate', 'delete', 'final_check'):
+        assert res['ops'].get(op, 0) > 0, (op, report)
+    assert res['bytes_read'] > 0 and res['bytes_written'] > 0
+    assert p.returncode == 0 and res['ok'], report
