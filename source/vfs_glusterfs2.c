@@ -1748,8 +1748,21 @@ static NTSTATUS gf2_get_real_filename_at(struct vfs_handle_struct *handle,
 	char key[NAME_MAX + 64];
 	char val[NAME_MAX + 1];
 	char *path = NULL;
+	const unsigned char *p = NULL;
 	ssize_t ret;
 	int n;
+
+	/*
+	 * Gluster compares names with strcasecmp(3): ASCII only.  A name
+	 * with any other character (fullwidth letters, accented ones)
+	 * goes to smbd's directory scan, which folds case as Windows does
+	 * (smbtorture smb2.charset "Testing wide-a").
+	 */
+	for (p = (const unsigned char *)name; *p != '\0'; p++) {
+		if (*p >= 0x80) {
+			return NT_STATUS_NOT_SUPPORTED;
+		}
+	}
 
 	n = snprintf(key, sizeof(key), GF2_REAL_FILENAME_KEY "%s", name);
 	if (n < 0) {
