@@ -56,6 +56,7 @@ struct gf2_conn {
 	char *cwd;		/* absolute path inside the volume */
 	struct gf2_pf_config *pf;	/* prefetch options of the share */
 	struct gf2_stats *st;		/* counters of the share, or NULL */
+	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
 };
 
 /*
@@ -74,6 +75,8 @@ struct gf2_fh {
 	struct gf2_volume *vol;
 	struct gf2_stats *st;	/* the share's counters, or NULL */
 	unsigned inflight;	/* asynchronous calls Gluster owns */
+	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
+				   was seen, trusted until this (ms) */
 	bool closing;		/* closed by smbd, calls still in flight */
 	bool is_dir;
 	bool nofollow;

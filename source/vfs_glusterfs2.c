@@ -280,6 +280,7 @@ static int gf2_option_loglevel(int snum, const char *service)
 #define GF2_PF_DEFAULT_MAX (8 * 1024 * 1024ULL)
 #define GF2_PF_DEFAULT_MEMORY (64 * 1024 * 1024ULL)
 #define GF2_PF_DEFAULT_AGE_MS 250
+#define GF2_LOCK_CACHE_DEFAULT_MS 250
 #define GF2_PF_DEFAULT_STREAMS 4
 
 static uint64_t gf2_opt_size(int snum, const char *service, const char *name,
@@ -511,6 +512,8 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	}
 	c->fs = c->vol->fs;
 	gf2_load_prefetch_config(snum, service, c->pf);
+	c->lock_cache_ms = gf2_opt_int(snum, service, "posix lock cache",
+				       GF2_LOCK_CACHE_DEFAULT_MS, 0, 60000);
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
 				{
@@ -1536,26 +1539,74 @@ static bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 	return ret != -1;
 }
 
+/*
+ * smbd asks whether another process holds a POSIX lock on the range of
+ * every read and write of a handle without a lease (strict locking =
+ * auto, posix locking = yes): on Gluster a synchronous round trip to the
+ * brick, on smbd's main loop, per request.  SMB clients' own locks are in
+ * smbd's lock database and checked before this; what this finds are
+ * locks of other Gluster clients (FUSE, NFS).  With a lock cache of N ms
+ * the module asks once for the whole file; when no other owner holds a
+ * lock anywhere in it, the answer "not locked" is given for N ms without
+ * asking again.  A lock another client takes meanwhile is seen at most N
+ * ms late; smbd's check-then-read already lets a lock taken between check
+ * and read pass.  0: every check asks Gluster (the stock behaviour).
+ */
+static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
+{
+	int ret;
+
+	START_PROFILE(syscall_fcntl_getlock);
+	ret = glfs_posix_lock(fd, F_GETLK, fl);
+	END_PROFILE(syscall_fcntl_getlock);
+	return ret != -1;
+}
+
+static uint64_t gf2_now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime_mono(&now);
+	return (uint64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
 static bool gf2_getlock(struct vfs_handle_struct *handle,
 			files_struct *fsp, off_t *poffset, off_t *pcount,
 			int *ptype, pid_t *ppid)
 {
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
 	struct flock fl = { 0 };
-	int ret;
+	uint64_t now;
 
 	if (fd == NULL) {
 		return false;
 	}
-	START_PROFILE(syscall_fcntl_getlock);
+	if (c != NULL && c->lock_cache_ms > 0 && fh != NULL) {
+		now = gf2_now_ms();
+		if (now < fh->nolocks_until) {
+			*ptype = F_UNLCK;
+			return true;
+		}
+		/* any lock of another owner anywhere in the file? */
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = 0;
+		fl.l_len = 0;
+		if (gf2_getlock_probe(fd, &fl) && fl.l_type == F_UNLCK) {
+			fh->nolocks_until = now + c->lock_cache_ms;
+			*ptype = F_UNLCK;
+			return true;
+		}
+		ZERO_STRUCT(fl);
+	}
 	fl.l_type = *ptype;
 	fl.l_whence = SEEK_SET;
 	fl.l_start = *poffset;
 	fl.l_len = *pcount;
 	fl.l_pid = 0;
-	ret = glfs_posix_lock(fd, F_GETLK, &fl);
-	END_PROFILE(syscall_fcntl_getlock);
-	if (ret == -1) {
+	if (!gf2_getlock_probe(fd, &fl)) {
 		return false;
 	}
 	*ptype = fl.l_type;

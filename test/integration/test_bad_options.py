@@ -26,6 +26,8 @@ CASES = [
     ('prefetch max memory', NUMERIC_BAD, 'default'),
     ('prefetch max age', NUMERIC_BAD, 'default'),
     ('prefetch streams', NUMERIC_BAD + ['9'], 'default'),
+    ('posix lock cache', ['', 'abc', '-5', '99999999999999999999999', '12Q',
+                          '60001'], 'default'),
     ('loglevel', NUMERIC_BAD[:3] + ['10', '99999999999999999999999'],
      'default'),
     ('prefetch', ['', 'maybe', '2', '-1'], 'default'),

@@ -1,0 +1,244 @@
+"""POSIX locks of other Gluster clients seen by SMB reads and writes.
+
+A private smbd (port 4486) serves shares with `posix locking = yes` (the
+stack's shares turn it off): [g2lk] glusterfs2 on the stack's volume,
+[g2lk0] the same with `glusterfs2:posix lock cache = 0`, and [locallk]
+Samba's default VFS on the stack's local directory.  smbd checks, before every read and write on a handle without a lease
+(strict locking = auto, posix locking = yes), whether another process
+holds a POSIX lock on the range (SMB_VFS_GETLOCK).  A process on the FUSE
+mount (another Gluster client) takes fcntl locks on a file; SMB reads and
+writes of the locked range through `glusterfs2` must fail with
+FILE_LOCK_CONFLICT exactly as through `local` (the same locks taken on the
+local directory), and ranges outside the lock must work, with the data
+checked.
+
+glusterfs2 answers "not locked" from a per-handle cache for at most
+`glusterfs2:posix lock cache` ms (default 250) after Gluster said that
+nobody else holds a lock anywhere in the file: a lock taken after a read
+is seen by the next read that comes later than that.  test_lock_after_read
+checks both sides of the bound on glusterfs2 and that local behaves the
+same once the bound has passed.
+"""
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from gf2_private_smbd import PrivateSmbd
+from test_bad_requests import Client, STATUS, s3
+
+PORT = 4486
+SHARES = ('g2lk', 'g2lk0', 'locallk')
+SIZE = 64 * 1024
+LOCK_CACHE_S = 0.25      # glusterfs2:posix lock cache default, seconds
+CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
+
+HOLDER = r'''
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, int(sys.argv[3]),
+            int(sys.argv[2]), os.SEEK_SET)
+print('locked', flush=True)
+sys.stdin.readline()
+'''
+
+
+class Holder:
+    """A process (not smbd) holding an exclusive fcntl lock on
+    [start, start + length) of path until release()."""
+
+    def __init__(self, path, start, length):
+        self.p = subprocess.Popen(
+            [sys.executable, '-c', HOLDER, path, str(start), str(length)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            universal_newlines=True)
+        line = self.p.stdout.readline().strip()
+        assert line == 'locked', 'lock holder failed: %r' % line
+
+    def release(self):
+        if self.p.poll() is None:
+            self.p.stdin.write('\n')
+            self.p.stdin.flush()
+            self.p.wait(timeout=30)
+
+
+def data_of(n):
+    return bytes((i * 7 + 3) % 251 for i in range(n))
+
+
+@pytest.fixture(scope='module')
+def srv(stack):
+    """The private smbd; yields the stack's env pointed at it."""
+    s = PrivateSmbd('posixlocks', stack, port=PORT)
+    g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
+          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+          ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
+                                                  'localhost')),
+          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
+          ('kernel share modes', 'no'), ('posix locking', 'yes'),
+          ('read only', 'no')]
+    conf = s.write_conf([], [
+        ('g2lk', g2),
+        ('g2lk0', g2 + [('glusterfs2:posix lock cache', '0')]),
+        ('locallk', [('path', stack['LOCAL_DIR']), ('posix locking', 'yes'),
+                     ('read only', 'no')])])
+    s.start()
+    env = dict(stack)
+    env['SMB_PORT'] = str(s.port)
+    env['SMB_CONF'] = conf
+    try:
+        yield env
+    finally:
+        s.stop()
+
+
+def share_dir(stack, share):
+    return stack['LOCAL_DIR'] if share == 'locallk' else stack['FUSE_MOUNT']
+
+
+@pytest.fixture
+def files(srv):
+    """A SIZE-byte file of known data on each share, written through the
+    file system (FUSE for glusterfs2), readable and writable by the SMB
+    user; {share: (path on disk, name in the share)}."""
+    tag = uuid.uuid4().hex[:10]
+    out = {}
+    for share in SHARES:
+        name = 'locks-%s-%s.dat' % (tag, share)
+        path = os.path.join(share_dir(srv, share), name)
+        with open(path, 'wb') as f:
+            f.write(data_of(SIZE))
+        os.chmod(path, 0o666)
+        out[share] = (path, name)
+    yield out
+    for path, _name in out.values():
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def open_rw(srv, share, name):
+    cl = Client(srv, share)
+    status, fid = cl.create(name, disposition=s3.FILE_OPEN,
+                            access=s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
+                            s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
+    assert status == 0, 'open %s on [%s]: %s' % (name, share, status)
+    return cl, fid
+
+
+def outcome(cl, fid, model):
+    """What reads and writes in and outside the locked range [0, 4096)
+    return: a tuple of status codes; data checked against `model` (the
+    file's expected content, updated by the writes that succeed)."""
+    res = []
+    st, data = cl.read(fid, 0, 4096)
+    res.append(('read locked range', st))
+    if st == 0:
+        assert data == bytes(model[:4096])
+    st, data = cl.read(fid, 8192, 4096)
+    res.append(('read outside', st))
+    if st == 0:
+        assert data == bytes(model[8192:12288])
+    for what, off in (('write locked range', 2048),
+                      ('write outside', 16384)):
+        buf = os.urandom(16)
+        st, n = cl.write(fid, off, buf)
+        res.append((what, st))
+        if st == 0:
+            assert n == 16
+            model[off:off + 16] = buf
+    return tuple(res)
+
+
+def check_file(cl, fid, model):
+    """The whole file, read through the same handle (no lock held), is
+    what the successful writes made of it."""
+    st, data = cl.read(fid, 0, SIZE)
+    assert st == 0 and data == bytes(model), \
+        '[%s]: file content differs from the writes that succeeded' % \
+        cl.share
+
+
+def test_foreign_lock_conflicts(srv, files):
+    """A lock held before the SMB open: the same statuses as local,
+    conflict inside the range, success outside it."""
+    results = {}
+    for share in SHARES:
+        path, name = files[share]
+        h = Holder(path, 0, 4096)
+        try:
+            cl, fid = open_rw(srv, share, name)
+            model = bytearray(data_of(SIZE))
+            results[share] = outcome(cl, fid, model)
+            cl.alive()
+        finally:
+            h.release()
+        time.sleep(LOCK_CACHE_S + 0.35)
+        check_file(cl, fid, model)
+        cl.close(fid)
+        cl.drop()
+    assert results['locallk'] == (('read locked range', CONFLICT),
+                                  ('read outside', 0),
+                                  ('write locked range', CONFLICT),
+                                  ('write outside', 0)), results['locallk']
+    assert results['g2lk'] == results['locallk']
+    assert results['g2lk0'] == results['locallk']
+
+
+def test_lock_after_read(srv, files):
+    """A lock taken after a read on the same handle: seen once the cache
+    bound has passed, and gone once released (and the bound has passed)."""
+    results = {}
+    for share in SHARES:
+        path, name = files[share]
+        cl, fid = open_rw(srv, share, name)
+        model = bytearray(data_of(SIZE))
+        seq = []
+        seq.append(outcome(cl, fid, model))     # nobody holds a lock
+        h = Holder(path, 0, 4096)
+        try:
+            time.sleep(LOCK_CACHE_S + 0.35)
+            seq.append(outcome(cl, fid, model))
+        finally:
+            h.release()
+        time.sleep(LOCK_CACHE_S + 0.35)
+        seq.append(outcome(cl, fid, model))
+        cl.alive()
+        check_file(cl, fid, model)
+        cl.close(fid)
+        cl.drop()
+        results[share] = seq
+    free = (('read locked range', 0), ('read outside', 0),
+            ('write locked range', 0), ('write outside', 0))
+    held = (('read locked range', CONFLICT), ('read outside', 0),
+            ('write locked range', CONFLICT), ('write outside', 0))
+    assert results['locallk'] == [free, held, free], results['locallk']
+    assert results['g2lk'] == results['locallk']
+    assert results['g2lk0'] == results['locallk']
+
+
+def test_lock_cache_bound(srv, files):
+    """Within the cache bound a lock taken after a read may be missed on
+    g2lk (the documented bound); with the cache off (g2lk0) it is seen by
+    the very next read, as on local."""
+    seen = {}
+    for share in ('g2lk0', 'locallk'):
+        path, name = files[share]
+        cl, fid = open_rw(srv, share, name)
+        model = bytearray(data_of(SIZE))
+        assert outcome(cl, fid, model)[0] == ('read locked range', 0)
+        h = Holder(path, 0, 4096)
+        try:
+            seen[share] = outcome(cl, fid, model)[0]
+        finally:
+            h.release()
+        cl.close(fid)
+        cl.drop()
+    assert seen['g2lk0'] == ('read locked range', CONFLICT)
+    assert seen['locallk'] == seen['g2lk0']
