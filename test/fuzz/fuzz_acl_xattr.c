@@ -11,7 +11,9 @@
  *      tags and ids folded onto the interesting values): if encode
  *      accepts them, decode(encode(x)) == sort(x) and the result is
  *      valid; encode into a buffer one byte short fails with ERANGE and
- *      writes nothing.
+ *      writes nothing;
+ *   3. as a mode: gf2_acl_from_mode gives a valid three-entry ACL with
+ *      the mode's bits, which round-trips.
  */
 
 #include <errno.h>
@@ -169,6 +171,21 @@ static void as_entries(const uint8_t *data, size_t size)
 	roundtrip(e, n);
 }
 
+/* The ACL of a mode: three valid entries carrying the mode's bits. */
+static void from_mode(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = { data, size };
+	uint32_t mode = fuzz_u32(&in);
+	struct gf2_acl_entry e[3];
+
+	FUZZ_CHECK(gf2_acl_from_mode(mode, e) == 3);
+	FUZZ_CHECK(e[0].perm == ((mode >> 6) & 7));
+	FUZZ_CHECK(e[1].perm == ((mode >> 3) & 7));
+	FUZZ_CHECK(e[2].perm == (mode & 7));
+	FUZZ_CHECK(gf2_acl_valid(e, 3) == 0);
+	roundtrip(e, 3);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *copy = NULL;
@@ -184,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  GF2_ACL_MAX_ENTRIES) : GF2_ACL_MAX_ENTRIES;
 	as_xattr(copy, size, max);
 	as_entries(copy, size);
+	from_mode(copy, size);
 	free(copy);
 	return 0;
 }
