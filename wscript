@@ -57,6 +57,7 @@ CORE_SOURCES = [
     'source/gf2_options.c',
     'source/gf2_readahead.c',
     'source/gf2_acl_xattr.c',
+    'source/gf2_mdcache.c',
 ]
 
 MODULE_SOURCES = [
@@ -75,6 +76,7 @@ UNIT_TESTS = [
     'test_options',
     'test_readahead',
     'test_acl_xattr',
+    'test_mdcache',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
@@ -367,7 +369,8 @@ def build(bld):
 
     for t in UNIT_TESTS:
         bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
-                    includes=['include', 'source'], use='gf2core CMOCKA',
+                    includes=['include', 'source'],
+                    use='gf2core CMOCKA TALLOC',
                     install_path=None)
 
     if not bld.env.LIB_SMBCLIENT:

@@ -231,8 +231,13 @@ void gf2_stats_disconnect(void);
 /* xattr name lists fetched in parallel during listings (gf2_xlist.c). */
 bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 		      size_t size, ssize_t *ret);
-void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
-		     bool nofollow);
+void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
+		     const bool *values, size_t n, bool nofollow);
+
+struct gf2_md_cache;
+struct gf2_md_cache *gf2_meta_cache(void);
+uint64_t gf2_meta_now(void);
+void gf2_meta_invalidate_inode(uint64_t ino, bool all);
 void gf2_xlist_invalidate_all(void);
 
 /* Gluster upcall invalidation (gf2_upcall.c). */

@@ -1,5 +1,6 @@
 /*
- * glusterfs2: Gluster upcall (cache invalidation) events for prefetch.
+ * glusterfs2: Gluster upcall (cache invalidation) events for prefetch
+ * and for the metadata kept after listings (gf2_xlist.c).
  *
  * With features.cache-invalidation on, the bricks tell every client that
  * recently looked at an inode when another client changes it.  gfapi
@@ -108,10 +109,12 @@ void gf2_upcall_drain(void)
 		DBG_INFO("upcall queue overflow: dropping all prefetched "
 			 "data\n");
 		gf2_pf_invalidate_inode(0, true);
+		gf2_meta_invalidate_inode(0, true);
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		gf2_pf_invalidate_inode(inos[i], false);
+		gf2_meta_invalidate_inode(inos[i], false);
 	}
 }
 

@@ -28,6 +28,7 @@
 #include "smbd/smbd.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_private.h"
+#include "gf2_mdcache.h"
 
 #include <pthread.h>
 
@@ -38,6 +39,7 @@
 #define GF2_XL_TTL_MS 1000
 #define GF2_XL_MAX 1024
 #define GF2_XL_LIST_MAX 65536
+#define GF2_XL_VALUES 3
 
 struct gf2_xl_entry {
 	struct gf2_xl_entry *prev, *next;
@@ -50,6 +52,43 @@ struct gf2_xl_entry {
 
 static struct gf2_xl_entry *gf2_xl_cache;
 static unsigned gf2_xl_count;
+
+/*
+ * The metadata cache of the process (stats from readdirplus, the values
+ * fetched with the lists): see gf2_mdcache.h and README "Metadata".
+ * Same age bound as the lists; at most GF2_MD_ENTRIES paths.
+ */
+#define GF2_MD_ENTRIES 4096
+
+static struct gf2_md_cache *gf2_md;
+
+struct gf2_md_cache *gf2_meta_cache(void)
+{
+	if (gf2_md == NULL) {
+		gf2_md = gf2_md_new(NULL, GF2_MD_ENTRIES,
+				    GF2_XL_TTL_MS * 1000000ULL);
+	}
+	return gf2_md;
+}
+
+uint64_t gf2_meta_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime_mono(&ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* An upcall: Gluster says ino changed (all: some inode, unknown). */
+void gf2_meta_invalidate_inode(uint64_t ino, bool all)
+{
+	if (all) {
+		gf2_md_clear(gf2_md);
+		gf2_xlist_invalidate_all();
+		return;
+	}
+	gf2_md_drop_ino(gf2_md, ino);
+}
 
 static void gf2_xl_drop(struct gf2_xl_entry *e)
 {
@@ -114,12 +153,76 @@ bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 	return true;
 }
 
+/*
+ * Values fetched with each list, answered later from the metadata cache
+ * (gf2_mdcache.c): the DOS attributes smbd reads for every entry of a
+ * listing, and the ACL xattrs it reads at every open.  A user.* name
+ * missing from the list is known to be absent; the others are asked
+ * (md-cache usually has them from readdirplus).
+ */
+static const char *const gf2_xl_value_names[GF2_XL_VALUES] = {
+	"user.DOSATTRIB",
+	"system.posix_acl_access",
+	"security.NTACL",
+};
+
 struct gf2_xl_job {
 	const char *path;
+	bool values;			/* fetch gf2_xl_value_names too */
 	char *buf;
 	ssize_t ret;
 	int err;
+	ssize_t vlen[GF2_XL_VALUES];	/* -1 absent, -2 unknown */
+	char *vbuf[GF2_XL_VALUES];
 };
+
+/* name is in the NUL-separated list of len bytes */
+static bool gf2_xl_listed(const char *list, ssize_t len, const char *name)
+{
+	ssize_t i = 0;
+
+	while (i < len) {
+		size_t l = strnlen(list + i, len - i);
+
+		if (strncmp(list + i, name, l) == 0 && name[l] == '\0') {
+			return true;
+		}
+		i += l + 1;
+	}
+	return false;
+}
+
+static void gf2_xl_values(glfs_t *fs, bool nofollow, struct gf2_xl_job *j)
+{
+	size_t v;
+
+	for (v = 0; v < GF2_XL_VALUES; v++) {
+		const char *name = gf2_xl_value_names[v];
+		bool listed = gf2_xl_listed(j->buf, j->ret, name);
+		ssize_t r;
+
+		j->vlen[v] = -2;
+		if (!listed && strncmp(name, "user.", 5) == 0) {
+			j->vlen[v] = -1;
+			continue;
+		}
+		if (!listed && strncmp(name, "security.", 9) == 0) {
+			continue;	/* asked only if smbd wants it */
+		}
+		if (nofollow) {
+			r = glfs_lgetxattr(fs, j->path, name, j->vbuf[v],
+					   GF2_MD_VALUE_MAX);
+		} else {
+			r = glfs_getxattr(fs, j->path, name, j->vbuf[v],
+					  GF2_MD_VALUE_MAX);
+		}
+		if (r >= 0) {
+			j->vlen[v] = r;
+		} else if (errno == ENODATA || errno == ENOATTR) {
+			j->vlen[v] = -1;
+		}
+	}
+}
 
 struct gf2_xl_batch {
 	glfs_t *fs;
@@ -162,18 +265,24 @@ static void *gf2_xl_worker(void *arg)
 						GF2_XL_LIST_MAX);
 		}
 		j->err = j->ret < 0 ? errno : 0;
+		if (j->ret >= 0 && j->values) {
+			gf2_xl_values(b->fs, b->nofollow, j);
+		}
 	}
 	return NULL;
 }
 
-void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
-		     bool nofollow)
+void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
+		     const bool *values, size_t n, bool nofollow)
 {
 	TALLOC_CTX *frame = talloc_stackframe();
 	struct gf2_xl_batch b = { .fs = fs, .nofollow = nofollow };
 	pthread_t tids[GF2_XL_THREADS];
+	struct gf2_md_cache *md = gf2_meta_cache();
+	uint64_t now;
 	size_t nthreads = 0;
 	size_t i;
+	size_t v;
 
 	if (n == 0) {
 		goto out;
@@ -202,8 +311,17 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
 		if (b.jobs[i].buf == NULL) {
 			goto out;
 		}
+		b.jobs[i].values = values != NULL && values[i] && md != NULL;
+		for (v = 0; b.jobs[i].values && v < GF2_XL_VALUES; v++) {
+			b.jobs[i].vbuf[v] = talloc_size(b.jobs,
+							GF2_MD_VALUE_MAX);
+			if (b.jobs[i].vbuf[v] == NULL) {
+				goto out;
+			}
+		}
 	}
 	b.njobs = n;
+	now = gf2_meta_now();
 	pthread_mutex_init(&b.lock, NULL);
 	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
 		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,
@@ -216,6 +334,22 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths, size_t n,
 		pthread_join(tids[i], NULL);
 	}
 	pthread_mutex_destroy(&b.lock);
+
+	/* the values count from when they were asked for */
+	for (i = 0; i < n && md != NULL; i++) {
+		struct gf2_xl_job *j = &b.jobs[i];
+
+		if (j->ret < 0 || !j->values) {
+			continue;
+		}
+		for (v = 0; v < GF2_XL_VALUES; v++) {
+			if (j->vlen[v] >= -1) {
+				gf2_md_put_xattr(md, fs, j->path,
+						 gf2_xl_value_names[v],
+						 j->vbuf[v], j->vlen[v], now);
+			}
+		}
+	}
 
 	for (i = 0; i < n; i++) {
 		struct gf2_xl_job *j = &b.jobs[i];

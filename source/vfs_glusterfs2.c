@@ -31,6 +31,7 @@
 #include "gf2_private.h"
 #include "gf2_acl.h"
 #include "gf2_offload.h"
+#include "gf2_mdcache.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -174,6 +175,42 @@ static char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 			  const struct files_struct *fsp)
 {
 	return gf2_path(mem_ctx, c, fsp->fsp_name->base_name);
+}
+
+/*
+ * Metadata kept after listings (gf2_mdcache.c, filled in gf2_dir_fill and
+ * gf2_xlist.c).  Coherence: every change made through this process drops
+ * what is kept of the changed path and of its parent directory (renames
+ * and removals: of everything below it too) before the change is sent;
+ * a Gluster upcall drops the changed inode; anything else is served for
+ * at most 1 s after it was fetched (md-cache's own default timeout).
+ */
+static void gf2_meta_changed(struct gf2_conn *c, const char *path)
+{
+	if (path != NULL) {
+		gf2_md_changed(gf2_meta_cache(), c->fs, path);
+	}
+}
+
+static void gf2_meta_changed_tree(struct gf2_conn *c, const char *path)
+{
+	if (path != NULL) {
+		gf2_md_changed_tree(gf2_meta_cache(), c->fs, path);
+	}
+}
+
+static void gf2_meta_changed_fsp(struct gf2_conn *c,
+				 const struct files_struct *fsp)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	char *path = NULL;
+
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	gf2_meta_changed(c, path);
+	TALLOC_FREE(path);
 }
 
 static struct gf2_fh *gf2_fh_of(struct vfs_handle_struct *handle,
@@ -678,9 +715,31 @@ static DIR *gf2_fdopendir(struct vfs_handle_struct *handle,
 	return (DIR *)d;
 }
 
+/* Keep the stat readdirplus gave for the entry (not "." or ".."). */
+static void gf2_dir_keep_stat(struct gf2_dir *d, const struct gf2_dirent *e,
+			      uint64_t now)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	char path[PATH_MAX];
+	int n;
+
+	if (md == NULL || ISDOT(e->de.d_name) || ISDOTDOT(e->de.d_name) ||
+	    e->st.st_ino == 0 || e->st.st_mode == 0) {
+		return;
+	}
+	n = snprintf(path, sizeof(path), "%s/%s",
+		     strcmp(d->path, "/") == 0 ? "" : d->path, e->de.d_name);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		return;
+	}
+	gf2_md_put_stat(md, d->fs, path, &e->st, now);
+}
+
 /* Refill the buffer; returns 0, or an errno if nothing could be read. */
 static int gf2_dir_fill(struct gf2_dir *d)
 {
+	uint64_t now = gf2_meta_now();
+
 	d->n = 0;
 	d->pos = 0;
 	d->off_start = glfs_telldir(d->fd);
@@ -708,6 +767,7 @@ static int gf2_dir_fill(struct gf2_dir *d)
 		}
 		e->off_after = glfs_telldir(d->fd);
 		d->n += 1;
+		gf2_dir_keep_stat(d, e, now);
 	}
 	return 0;
 }
@@ -795,6 +855,7 @@ static void gf2_dir_xlist_batch(glfs_t *fs, const char *path, bool nofollow)
 		size_t plen = strlen(parent);
 		TALLOC_CTX *frame = NULL;
 		const char **paths = NULL;
+		bool *values = NULL;
 		size_t i;
 		size_t np = 0;
 
@@ -809,7 +870,8 @@ static void gf2_dir_xlist_batch(glfs_t *fs, const char *path, bool nofollow)
 		}
 		frame = talloc_stackframe();
 		paths = talloc_array(frame, const char *, d->n - d->pos + 1);
-		if (paths == NULL) {
+		values = talloc_array(frame, bool, d->n - d->pos + 1);
+		if (paths == NULL || values == NULL) {
 			TALLOC_FREE(frame);
 			return;
 		}
@@ -825,9 +887,10 @@ static void gf2_dir_xlist_batch(glfs_t *fs, const char *path, bool nofollow)
 			if (paths[np] == NULL) {
 				break;
 			}
+			values[np] = !S_ISLNK(d->ents[i]->st.st_mode);
 			np += 1;
 		}
-		gf2_xlist_fetch(fs, paths, np, nofollow);
+		gf2_xlist_fetch(fs, paths, values, np, nofollow);
 		TALLOC_FREE(frame);
 		return;
 	}
@@ -860,6 +923,7 @@ static int gf2_mkdirat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	gf2_meta_changed(c, path);
 	START_PROFILE(syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
 	END_PROFILE(syscall_mkdirat);
@@ -882,6 +946,14 @@ static void gf2_fh_ext_destroy(void *p_data)
 static int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 		      struct stat *st)
 {
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	/* kept stats are never symlinks: lstat and stat agree */
+	gf2_upcall_drain();
+	if (md != NULL &&
+	    gf2_md_get_stat(md, c->fs, path, gf2_meta_now(), st)) {
+		return 0;
+	}
 	if (nofollow) {
 		return glfs_lstat(c->fs, path, st);
 	}
@@ -968,6 +1040,9 @@ static int gf2_openat(struct vfs_handle_struct *handle,
 		goto done;
 	}
 
+	if (flags & (O_CREAT | O_TRUNC)) {
+		gf2_meta_changed(c, path);
+	}
 	if (flags & O_CREAT) {
 		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
 				    how->mode);
@@ -1062,6 +1137,7 @@ static ssize_t gf2_pwrite(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, offset, n);
 	}
+	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE_BYTES(syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
 	END_PROFILE_BYTES(syscall_pwrite);
@@ -1104,6 +1180,7 @@ static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 
+	gf2_meta_changed_fsp(c, fsp);
 	return gf2_pwrite_send(mem_ctx, ev, fh, gf2_fh_pf(c, fsp, fh), data,
 			       n, offset);
 }
@@ -1157,6 +1234,8 @@ static int gf2_renameat(struct vfs_handle_struct *handle,
 
 	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
+	gf2_meta_changed_tree(c, src);
+	gf2_meta_changed_tree(c, dst);
 	if (src != NULL && dst != NULL) {
 		START_PROFILE(syscall_renameat);
 		ret = glfs_rename(c->fs, src, dst);
@@ -1285,6 +1364,7 @@ static int gf2_unlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	gf2_meta_changed_tree(c, path);
 	START_PROFILE(syscall_unlinkat);
 	if (flags & AT_REMOVEDIR) {
 		ret = glfs_rmdir(c->fs, path);
@@ -1304,6 +1384,7 @@ static int gf2_fchmod(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret;
 
+	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_fchmod);
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_fchmod(fh->fd, mode);
@@ -1324,6 +1405,7 @@ static int gf2_fchown(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret;
 
+	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_fchown);
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_fchown(fh->fd, uid, gid);
@@ -1353,6 +1435,7 @@ static int gf2_lchown(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	gf2_meta_changed(c, path);
 	START_PROFILE(syscall_lchown);
 	ret = glfs_lchown(c->fs, path, uid, gid);
 	END_PROFILE(syscall_lchown);
@@ -1430,6 +1513,7 @@ static int gf2_fntimes(struct vfs_handle_struct *handle,
 		return 0;
 	}
 
+	gf2_meta_changed_fsp(c, fsp);
 	START_PROFILE(syscall_fntimes);
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_futimens(fh->fd, times);
@@ -1462,6 +1546,7 @@ static int gf2_ftruncate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
+	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	END_PROFILE(syscall_ftruncate);
@@ -1493,6 +1578,7 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
+	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
@@ -1672,6 +1758,7 @@ static int gf2_symlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	gf2_meta_changed(c, path);
 	START_PROFILE(syscall_symlinkat);
 	ret = glfs_symlink(c->fs, link_contents->base_name, path);
 	END_PROFILE(syscall_symlinkat);
@@ -1711,6 +1798,8 @@ static int gf2_linkat(struct vfs_handle_struct *handle,
 	int ret = -1;
 
 	if (src != NULL && dst != NULL) {
+		gf2_meta_changed(c, src);
+		gf2_meta_changed(c, dst);
 		START_PROFILE(syscall_linkat);
 		ret = glfs_link(c->fs, src, dst);
 		END_PROFILE(syscall_linkat);
@@ -1732,6 +1821,7 @@ static int gf2_mknodat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	gf2_meta_changed(c, path);
 	START_PROFILE(syscall_mknodat);
 	ret = glfs_mknod(c->fs, path, mode, dev);
 	END_PROFILE(syscall_mknodat);
@@ -1850,13 +1940,37 @@ static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	struct gf2_md_cache *md = gf2_meta_cache();
 	char *path = NULL;
 	ssize_t ret;
+	int err;
 
+	gf2_upcall_drain();
+	if (md != NULL && gf2_md_count(md) > 0) {
+		bool found;
+
+		path = gf2_fsp_path(talloc_tos(), c, fsp);
+		if (path == NULL) {
+			return -1;
+		}
+		found = gf2_md_get_xattr(md, c->fs, path, name,
+					 gf2_meta_now(), value, size, &ret,
+					 &err);
+		if (found) {
+			TALLOC_FREE(path);
+			if (ret == -1) {
+				errno = err;
+			}
+			return ret;
+		}
+	}
 	if (fh != NULL && fh->fd != NULL) {
+		TALLOC_FREE(path);
 		return glfs_fgetxattr(fh->fd, name, value, size);
 	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		path = gf2_fsp_path(talloc_tos(), c, fsp);
+	}
 	if (path == NULL) {
 		return -1;
 	}
@@ -1912,8 +2026,9 @@ static int gf2_fremovexattr(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret;
 
-	/* kept xattr lists may now be wrong */
+	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
+	gf2_meta_changed_fsp(c, fsp);
 
 	if (fh != NULL && fh->fd != NULL) {
 		return glfs_fremovexattr(fh->fd, name);
@@ -1940,8 +2055,9 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	int ret;
 
-	/* kept xattr lists may now be wrong */
+	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
+	gf2_meta_changed_fsp(c, fsp);
 
 	if (fh != NULL && fh->fd != NULL) {
 		return glfs_fsetxattr(fh->fd, name, value, size, flags);

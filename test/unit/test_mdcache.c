@@ -1,0 +1,257 @@
+/*
+ * Unit tests for the metadata kept after listings (source/gf2_mdcache.c).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <setjmp.h>
+#include <string.h>
+#include <errno.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "gf2_mdcache.h"
+
+#define MS 1000000ULL
+#define AGE (1000 * MS)
+
+static int NS1, NS2;	/* two volumes */
+
+static struct stat st_of(ino_t ino, off_t size, mode_t mode)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_size = size;
+	st.st_mode = mode;
+	return st;
+}
+
+static void test_stat_roundtrip_and_age(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 16, AGE);
+	struct stat st = st_of(7, 4096, S_IFREG | 0644);
+	struct stat got;
+
+	assert_non_null(mc);
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/a", 0, &got));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/a", &st, 10 * MS));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/d/a", 10 * MS + AGE, &got));
+	assert_int_equal(got.st_ino, 7);
+	assert_int_equal(got.st_size, 4096);
+	/* another volume, another path: not known */
+	assert_false(gf2_md_get_stat(mc, &NS2, "/d/a", 10 * MS, &got));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/ab", 10 * MS, &got));
+	/* one nanosecond past the bound: gone, and dropped */
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/a", 10 * MS + AGE + 1,
+				     &got));
+	assert_int_equal(gf2_md_count(mc), 0);
+	/* a clock that went backwards never serves */
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/a", &st, 10 * MS));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/a", 9 * MS, &got));
+	talloc_free(mc);
+}
+
+static void test_symlinks_not_kept(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 16, AGE);
+	struct stat st = st_of(8, 3, S_IFLNK | 0777);
+	struct stat got;
+
+	assert_false(gf2_md_put_stat(mc, &NS1, "/l", &st, 0));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/l", 0, &got));
+	talloc_free(mc);
+}
+
+static void test_bound_oldest_dropped(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 4, AGE);
+	struct stat got;
+	char path[32];
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		struct stat st = st_of(100 + i, i, S_IFREG);
+
+		snprintf(path, sizeof(path), "/f%d", i);
+		assert_true(gf2_md_put_stat(mc, &NS1, path, &st, 0));
+		assert_true(gf2_md_count(mc) <= 4);
+	}
+	assert_int_equal(gf2_md_count(mc), 4);
+	assert_int_equal(gf2_md_stats(mc)->evicted, 6);
+	for (i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "/f%d", i);
+		assert_false(gf2_md_get_stat(mc, &NS1, path, 0, &got));
+	}
+	for (i = 6; i < 10; i++) {
+		snprintf(path, sizeof(path), "/f%d", i);
+		assert_true(gf2_md_get_stat(mc, &NS1, path, 0, &got));
+		assert_int_equal(got.st_ino, 100 + i);
+	}
+	talloc_free(mc);
+}
+
+static void test_xattr_answers(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 16, AGE);
+	char buf[64];
+	ssize_t ret;
+	int err;
+
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB", 0,
+				      buf, sizeof(buf), &ret, &err));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/f", "user.DOSATTRIB",
+				     "0x20", 5, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/f", "security.NTACL",
+				     NULL, -1, 0));
+	/* size 0: the length only */
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB", 0,
+				     NULL, 0, &ret, &err));
+	assert_int_equal(ret, 5);
+	/* too small */
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB", 0,
+				     buf, 4, &ret, &err));
+	assert_int_equal(ret, -1);
+	assert_int_equal(err, ERANGE);
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB", 0,
+				     buf, sizeof(buf), &ret, &err));
+	assert_int_equal(ret, 5);
+	assert_string_equal(buf, "0x20");
+	/* known absent */
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/f", "security.NTACL", 0,
+				     buf, sizeof(buf), &ret, &err));
+	assert_int_equal(ret, -1);
+	assert_int_equal(err, ENODATA);
+	/* never asked: not known */
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/f", "user.other", 0,
+				      buf, sizeof(buf), &ret, &err));
+	/* replaced */
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/f", "user.DOSATTRIB",
+				     "0x2", 4, 1));
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB", 1,
+				     buf, sizeof(buf), &ret, &err));
+	assert_int_equal(ret, 4);
+	assert_string_equal(buf, "0x2");
+	/* expired */
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/f", "user.DOSATTRIB",
+				      AGE + 2, buf, sizeof(buf), &ret, &err));
+	/* too large or too many: refused, nothing wrong is served */
+	assert_false(gf2_md_put_xattr(mc, &NS1, "/f", "user.big", buf,
+				      GF2_MD_VALUE_MAX + 1, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/f", "user.c", NULL, -1, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/f", "user.d", NULL, -1, 0));
+	assert_false(gf2_md_put_xattr(mc, &NS1, "/f", "user.e", NULL, -1, 0));
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/f", "user.e", 0,
+				      buf, sizeof(buf), &ret, &err));
+	talloc_free(mc);
+}
+
+static void test_changes_drop_path_and_parent(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat st = st_of(1, 0, S_IFDIR | 0755);
+	struct stat got;
+
+	assert_true(gf2_md_put_stat(mc, &NS1, "/", &st, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d", &st, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/f", &st, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/g", &st, 0));
+	assert_true(gf2_md_put_stat(mc, &NS2, "/d/f", &st, 0));
+
+	gf2_md_changed(mc, &NS1, "/d/f");
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/f", 0, &got));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d", 0, &got));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/d/g", 0, &got));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/", 0, &got));
+	assert_true(gf2_md_get_stat(mc, &NS2, "/d/f", 0, &got));
+
+	/* a name in the root: the root is its parent */
+	assert_true(gf2_md_put_stat(mc, &NS1, "/x", &st, 0));
+	gf2_md_changed(mc, &NS1, "/x");
+	assert_false(gf2_md_get_stat(mc, &NS1, "/", 0, &got));
+	talloc_free(mc);
+}
+
+static void test_tree_and_inode_drops(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat d = st_of(1, 0, S_IFDIR | 0755);
+	struct stat f = st_of(2, 0, S_IFREG | 0644);
+	struct stat g = st_of(3, 0, S_IFREG | 0644);
+	struct stat got;
+
+	assert_true(gf2_md_put_stat(mc, &NS1, "/a", &d, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/a/f", &f, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/a/sub/g", &g, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/ab", &g, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/b/f", &g, 0));
+	gf2_md_changed_tree(mc, &NS1, "/a");
+	assert_false(gf2_md_get_stat(mc, &NS1, "/a", 0, &got));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/a/f", 0, &got));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/a/sub/g", 0, &got));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/ab", 0, &got));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/b/f", 0, &got));
+
+	/* an upcall for inode 3: every path with it */
+	gf2_md_drop_ino(mc, 3);
+	assert_false(gf2_md_get_stat(mc, &NS1, "/ab", 0, &got));
+	assert_false(gf2_md_get_stat(mc, &NS1, "/b/f", 0, &got));
+
+	assert_true(gf2_md_put_stat(mc, &NS1, "/c", &f, 0));
+	gf2_md_changed_tree(mc, &NS1, "/");
+	assert_int_equal(gf2_md_count(mc), 0);
+
+	assert_true(gf2_md_put_stat(mc, &NS1, "/c", &f, 0));
+	gf2_md_clear(mc);
+	assert_int_equal(gf2_md_count(mc), 0);
+	assert_false(gf2_md_get_stat(mc, &NS1, "/c", 0, &got));
+	talloc_free(mc);
+}
+
+static void test_many_paths_hash(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 2000, AGE);
+	struct stat got;
+	char path[64];
+	int i;
+
+	for (i = 0; i < 2000; i++) {
+		struct stat st = st_of(i + 1, i, S_IFREG);
+
+		snprintf(path, sizeof(path), "/dir/file-%05d.dat", i);
+		assert_true(gf2_md_put_stat(mc, &NS1, path, &st, 0));
+	}
+	for (i = 0; i < 2000; i += 7) {
+		snprintf(path, sizeof(path), "/dir/file-%05d.dat", i);
+		gf2_md_changed(mc, &NS1, path);
+	}
+	for (i = 0; i < 2000; i++) {
+		bool ok;
+
+		snprintf(path, sizeof(path), "/dir/file-%05d.dat", i);
+		ok = gf2_md_get_stat(mc, &NS1, path, 0, &got);
+		assert_int_equal(ok, i % 7 != 0);
+		if (ok) {
+			assert_int_equal(got.st_size, i);
+		}
+	}
+	talloc_free(mc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stat_roundtrip_and_age),
+		cmocka_unit_test(test_symlinks_not_kept),
+		cmocka_unit_test(test_bound_oldest_dropped),
+		cmocka_unit_test(test_xattr_answers),
+		cmocka_unit_test(test_changes_drop_path_and_parent),
+		cmocka_unit_test(test_tree_and_inode_drops),
+		cmocka_unit_test(test_many_paths_hash),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
