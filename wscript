@@ -83,6 +83,7 @@ UNIT_TESTS = [
 BENCH_PROGRAMS = {
     'smbload': 'SMBCLIENT',
     'patfile': '',
+    'mdfloor': 'GFAPI',
 }
 
 

@@ -68,10 +68,19 @@ bool gf2_md_get_xattr(struct gf2_md_cache *mc, const void *ns,
 		      const char *path, const char *name, uint64_t now,
 		      void *buf, size_t size, ssize_t *ret, int *err);
 
-/* path changed: drop what is kept of it and of its parent directory. */
+/*
+ * path changed: drop what is kept of it, and the stat of its parent
+ * directory (an entry's change leaves the directory's xattrs alone).
+ */
 void gf2_md_changed(struct gf2_md_cache *mc, const void *ns,
 		    const char *path);
-/* path was renamed or removed: drop it, its parent and all below it. */
+/*
+ * The data or times of path changed (write, truncate, allocation, times):
+ * drop its stat, keep its xattrs.
+ */
+void gf2_md_changed_stat(struct gf2_md_cache *mc, const void *ns,
+			 const char *path);
+/* path was renamed or removed: drop it, all below it, its parent's stat. */
 void gf2_md_changed_tree(struct gf2_md_cache *mc, const void *ns,
 			 const char *path);
 /* Gluster says the inode changed: drop every path with that st_ino. */

@@ -349,8 +349,28 @@ static void gf2_md_drop_path(struct gf2_md_cache *mc, const void *ns,
 	}
 }
 
-static void gf2_md_drop_parent(struct gf2_md_cache *mc, const void *ns,
-			       const char *path)
+static void gf2_md_drop_stat(struct gf2_md_cache *mc, const void *ns,
+			     const char *path)
+{
+	struct gf2_md_entry *e = gf2_md_find(mc, ns, path);
+
+	if (e == NULL || !e->have_stat) {
+		return;
+	}
+	mc->stats.dropped += 1;
+	if (e->nx == 0) {
+		gf2_md_free(mc, e);
+		return;
+	}
+	e->have_stat = false;
+}
+
+/*
+ * A change to an entry of a directory changes the directory's stat (times,
+ * link count), not its extended attributes: keep those.
+ */
+static void gf2_md_drop_parent_stat(struct gf2_md_cache *mc, const void *ns,
+				    const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char parent[4096];
@@ -366,7 +386,16 @@ static void gf2_md_drop_parent(struct gf2_md_cache *mc, const void *ns,
 	}
 	memcpy(parent, path, len);
 	parent[len] = '\0';
-	gf2_md_drop_path(mc, ns, parent);
+	gf2_md_drop_stat(mc, ns, parent);
+}
+
+void gf2_md_changed_stat(struct gf2_md_cache *mc, const void *ns,
+			 const char *path)
+{
+	if (mc == NULL || mc->count == 0) {
+		return;
+	}
+	gf2_md_drop_stat(mc, ns, path);
 }
 
 void gf2_md_changed(struct gf2_md_cache *mc, const void *ns,
@@ -376,7 +405,7 @@ void gf2_md_changed(struct gf2_md_cache *mc, const void *ns,
 		return;
 	}
 	gf2_md_drop_path(mc, ns, path);
-	gf2_md_drop_parent(mc, ns, path);
+	gf2_md_drop_parent_stat(mc, ns, path);
 }
 
 void gf2_md_changed_tree(struct gf2_md_cache *mc, const void *ns,

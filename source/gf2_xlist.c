@@ -18,7 +18,8 @@
  * through this process drops every kept list.  So a client sees another
  * client's new or removed xattr in a listing's EA size at most that late,
  * as with md-cache.  Memory: at most GF2_XL_MAX lists of at most
- * GF2_XL_LIST_MAX bytes, freed when read past or expired.
+ * GF2_XL_LIST_MAX bytes, freed when expired (or, the table full, oldest
+ * first).
  *
  * Everything here runs in smbd's main thread except the workers, which
  * touch only their job (path in, buffer and result out).
@@ -45,6 +46,7 @@ struct gf2_xl_entry {
 	struct gf2_xl_entry *prev, *next;
 	char *path;
 	bool nofollow;
+	bool not_link;		/* listed as no symlink: follow or not alike */
 	struct timespec at;
 	ssize_t len;
 	char *list;
@@ -130,7 +132,8 @@ bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 
 	gf2_xl_expire();
 	for (e = gf2_xl_cache; e != NULL; e = e->next) {
-		if (e->nofollow == nofollow && strcmp(e->path, path) == 0) {
+		if ((e->nofollow == nofollow || e->not_link) &&
+		    strcmp(e->path, path) == 0) {
 			break;
 		}
 	}
@@ -138,7 +141,6 @@ bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 		return false;
 	}
 	if (size == 0) {
-		/* smbd asks for the size first: keep it for the real call */
 		*ret = e->len;
 		return true;
 	}
@@ -147,9 +149,12 @@ bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 		*ret = -1;
 		return true;
 	}
+	/*
+	 * Kept until it expires: smbd asks again when a client opens the
+	 * entry it has just listed (the EA size of the create response).
+	 */
 	memcpy(list, e->list, e->len);
 	*ret = e->len;
-	gf2_xl_drop(e);
 	return true;
 }
 
@@ -373,6 +378,7 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
 		}
 		e->len = j->ret;
 		e->nofollow = nofollow;
+		e->not_link = values != NULL && values[i];
 		clock_gettime_mono(&e->at);
 		DLIST_ADD_END(gf2_xl_cache, e);
 		gf2_xl_count += 1;

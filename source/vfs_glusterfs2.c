@@ -213,6 +213,99 @@ static void gf2_meta_changed_fsp(struct gf2_conn *c,
 	TALLOC_FREE(path);
 }
 
+/* fsp's data or times changed: its kept stat goes, its xattrs stay */
+static void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
+				      const struct files_struct *fsp)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	char *path = NULL;
+
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path != NULL) {
+		gf2_md_changed_stat(md, c->fs, path);
+	}
+	TALLOC_FREE(path);
+}
+
+/*
+ * The xattrs whose values are kept (smbd reads them at every open, create
+ * and listing): besides what a listing fetches, the value a getxattr of
+ * this process got, and the value a setxattr or removexattr of this
+ * process made, are kept under the same rules as above.
+ */
+static bool gf2_meta_kept_name(const char *name)
+{
+	return strcmp(name, "user.DOSATTRIB") == 0 ||
+	       strcmp(name, "system.posix_acl_access") == 0 ||
+	       strcmp(name, "system.posix_acl_default") == 0 ||
+	       strcmp(name, "security.NTACL") == 0;
+}
+
+/*
+ * Keep what a getxattr of name on path (fsp's) answered (ret, with errno
+ * err): a value or "no such attribute".  at: when it was asked.
+ */
+static void gf2_meta_keep_xattr(struct gf2_conn *c,
+				const struct files_struct *fsp,
+				const char *path, const char *name,
+				const void *value, size_t size, ssize_t ret,
+				int err, uint64_t at)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	/* paths are kept as followed: never a symlink's own xattrs */
+	if (md == NULL || path == NULL || !gf2_meta_kept_name(name) ||
+	    S_ISLNK(fsp->fsp_name->st.st_ex_mode)) {
+		return;
+	}
+	if (ret >= 0 && size > 0) {
+		gf2_md_put_xattr(md, c->fs, path, name, value, ret, at);
+	} else if (ret == -1 && (err == ENODATA || err == ENOATTR)) {
+		gf2_md_put_xattr(md, c->fs, path, name, NULL, -1, at);
+	}
+}
+
+/*
+ * path was just created by this process (O_CREAT|O_EXCL, mkdir): it has
+ * no DOS attributes and no NT ACL yet, and no POSIX ACL either when its
+ * directory is known to have no default ACL (the only source of one).
+ */
+static void gf2_meta_created(struct gf2_conn *c, const char *path,
+			     bool is_dir, uint64_t at)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	const char *slash = strrchr(path, '/');
+	char *parent = NULL;
+	ssize_t ret = 0;
+	int err = 0;
+
+	if (md == NULL || slash == NULL) {
+		return;
+	}
+	gf2_md_put_xattr(md, c->fs, path, "user.DOSATTRIB", NULL, -1, at);
+	gf2_md_put_xattr(md, c->fs, path, "security.NTACL", NULL, -1, at);
+	parent = talloc_strndup(talloc_tos(), path,
+				slash == path ? 1 : (size_t)(slash - path));
+	if (parent == NULL) {
+		return;
+	}
+	if (gf2_md_get_xattr(md, c->fs, parent, "system.posix_acl_default",
+			     gf2_meta_now(), NULL, 0, &ret, &err) &&
+	    ret == -1 && err == ENODATA) {
+		gf2_md_put_xattr(md, c->fs, path, "system.posix_acl_access",
+				 NULL, -1, at);
+		if (is_dir) {
+			gf2_md_put_xattr(md, c->fs, path,
+					 "system.posix_acl_default", NULL, -1,
+					 at);
+		}
+	}
+	TALLOC_FREE(parent);
+}
+
 static struct gf2_fh *gf2_fh_of(struct vfs_handle_struct *handle,
 				const struct files_struct *fsp)
 {
@@ -887,7 +980,10 @@ static void gf2_dir_xlist_batch(glfs_t *fs, const char *path, bool nofollow)
 			if (paths[np] == NULL) {
 				break;
 			}
-			values[np] = !S_ISLNK(d->ents[i]->st.st_mode);
+			/* values, and a list that serves both ways, only
+			 * for what is known not to be a symlink */
+			values[np] = S_ISREG(d->ents[i]->st.st_mode) ||
+				     S_ISDIR(d->ents[i]->st.st_mode);
 			np += 1;
 		}
 		gf2_xlist_fetch(fs, paths, values, np, nofollow);
@@ -918,15 +1014,20 @@ static int gf2_mkdirat(struct vfs_handle_struct *handle,
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	uint64_t at;
 	int ret;
 
 	if (path == NULL) {
 		return -1;
 	}
 	gf2_meta_changed(c, path);
+	at = gf2_meta_now();
 	START_PROFILE(syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
 	END_PROFILE(syscall_mkdirat);
+	if (ret == 0) {
+		gf2_meta_created(c, path, true, at);
+	}
 	TALLOC_FREE(path);
 	return ret;
 }
@@ -1044,8 +1145,13 @@ static int gf2_openat(struct vfs_handle_struct *handle,
 		gf2_meta_changed(c, path);
 	}
 	if (flags & O_CREAT) {
+		uint64_t at = gf2_meta_now();
+
 		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
 				    how->mode);
+		if (fh->fd != NULL && (flags & O_EXCL)) {
+			gf2_meta_created(c, path, false, at);
+		}
 		if (fh->fd == NULL && errno == EISDIR &&
 		    (flags & O_EXCL) == 0 &&
 		    (flags & O_ACCMODE) == O_RDONLY) {
@@ -1137,7 +1243,7 @@ static ssize_t gf2_pwrite(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, offset, n);
 	}
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE_BYTES(syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
 	END_PROFILE_BYTES(syscall_pwrite);
@@ -1180,7 +1286,7 @@ static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 
-	gf2_meta_changed_fsp(c, fsp);
+	gf2_meta_changed_stat_fsp(c, fsp);
 	return gf2_pwrite_send(mem_ctx, ev, fh, gf2_fh_pf(c, fsp, fh), data,
 			       n, offset);
 }
@@ -1513,7 +1619,7 @@ static int gf2_fntimes(struct vfs_handle_struct *handle,
 		return 0;
 	}
 
-	gf2_meta_changed_fsp(c, fsp);
+	gf2_meta_changed_stat_fsp(c, fsp);
 	START_PROFILE(syscall_fntimes);
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_futimens(fh->fd, times);
@@ -1546,7 +1652,7 @@ static int gf2_ftruncate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	END_PROFILE(syscall_ftruncate);
@@ -1578,7 +1684,7 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
@@ -1942,6 +2048,7 @@ static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	struct gf2_md_cache *md = gf2_meta_cache();
 	char *path = NULL;
+	uint64_t at;
 	ssize_t ret;
 	int err;
 
@@ -1964,22 +2071,25 @@ static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
 			return ret;
 		}
 	}
-	if (fh != NULL && fh->fd != NULL) {
-		TALLOC_FREE(path);
-		return glfs_fgetxattr(fh->fd, name, value, size);
-	}
-	if (path == NULL) {
+	if (path == NULL &&
+	    (gf2_meta_kept_name(name) || fh == NULL || fh->fd == NULL)) {
 		path = gf2_fsp_path(talloc_tos(), c, fsp);
+		if (path == NULL && (fh == NULL || fh->fd == NULL)) {
+			return -1;
+		}
 	}
-	if (path == NULL) {
-		return -1;
-	}
-	if (fh != NULL && fh->nofollow) {
+	at = gf2_meta_now();
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fgetxattr(fh->fd, name, value, size);
+	} else if (fh != NULL && fh->nofollow) {
 		ret = glfs_lgetxattr(c->fs, path, name, value, size);
 	} else {
 		ret = glfs_getxattr(c->fs, path, name, value, size);
 	}
+	err = errno;
+	gf2_meta_keep_xattr(c, fsp, path, name, value, size, ret, err, at);
 	TALLOC_FREE(path);
+	errno = err;
 	return ret;
 }
 
@@ -1993,16 +2103,24 @@ static ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	char *path = NULL;
 	ssize_t ret;
 
-	if (fh != NULL && fh->fd != NULL) {
-		return glfs_flistxattr(fh->fd, list, size);
-	}
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path == NULL) {
+	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
-	if (gf2_xlist_lookup(path, nofollow, list, size, &ret)) {
+	/*
+	 * An open handle is on what the path leads to: a list fetched
+	 * following it, or one of an entry that is no symlink, serves.
+	 */
+	if (path != NULL &&
+	    gf2_xlist_lookup(path,
+			     (fh != NULL && fh->fd != NULL) ? false : nofollow,
+			     list, size, &ret)) {
 		TALLOC_FREE(path);
 		return ret;
+	}
+	if (fh != NULL && fh->fd != NULL) {
+		TALLOC_FREE(path);
+		return glfs_flistxattr(fh->fd, list, size);
 	}
 	gf2_dir_xlist_batch(c->fs, path, nofollow);
 	if (gf2_xlist_lookup(path, nofollow, list, size, &ret)) {
@@ -2024,23 +2142,28 @@ static int gf2_fremovexattr(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	char *path = NULL;
+	uint64_t at;
 	int ret;
 
 	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
 	gf2_meta_changed_fsp(c, fsp);
 
-	if (fh != NULL && fh->fd != NULL) {
-		return glfs_fremovexattr(fh->fd, name);
-	}
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path == NULL) {
+	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
-	if (fh != NULL && fh->nofollow) {
+	at = gf2_meta_now();
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fremovexattr(fh->fd, name);
+	} else if (fh != NULL && fh->nofollow) {
 		ret = glfs_lremovexattr(c->fs, path, name);
 	} else {
 		ret = glfs_removexattr(c->fs, path, name);
+	}
+	if (ret == 0) {
+		/* what this process did is what is there now */
+		gf2_meta_keep_xattr(c, fsp, path, name, NULL, 0, -1, ENODATA, at);
 	}
 	TALLOC_FREE(path);
 	return ret;
@@ -2053,23 +2176,28 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 	char *path = NULL;
+	uint64_t at;
 	int ret;
 
 	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
 	gf2_meta_changed_fsp(c, fsp);
 
-	if (fh != NULL && fh->fd != NULL) {
-		return glfs_fsetxattr(fh->fd, name, value, size, flags);
-	}
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path == NULL) {
+	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
-	if (fh != NULL && fh->nofollow) {
+	at = gf2_meta_now();
+	if (fh != NULL && fh->fd != NULL) {
+		ret = glfs_fsetxattr(fh->fd, name, value, size, flags);
+	} else if (fh != NULL && fh->nofollow) {
 		ret = glfs_lsetxattr(c->fs, path, name, value, size, flags);
 	} else {
 		ret = glfs_setxattr(c->fs, path, name, value, size, flags);
+	}
+	if (ret == 0 && size > 0) {
+		/* what this process wrote is what is there now */
+		gf2_meta_keep_xattr(c, fsp, path, name, value, size, size, 0, at);
 	}
 	TALLOC_FREE(path);
 	return ret;

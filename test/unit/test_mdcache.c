@@ -154,19 +154,47 @@ static void test_changes_drop_path_and_parent(void **state)
 	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
 	struct stat st = st_of(1, 0, S_IFDIR | 0755);
 	struct stat got;
+	char buf[16];
+	ssize_t ret;
+	int err;
 
 	assert_true(gf2_md_put_stat(mc, &NS1, "/", &st, 0));
 	assert_true(gf2_md_put_stat(mc, &NS1, "/d", &st, 0));
 	assert_true(gf2_md_put_stat(mc, &NS1, "/d/f", &st, 0));
 	assert_true(gf2_md_put_stat(mc, &NS1, "/d/g", &st, 0));
 	assert_true(gf2_md_put_stat(mc, &NS2, "/d/f", &st, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/d", "user.DOSATTRIB", "a", 1,
+				     0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/d/f", "user.DOSATTRIB", "b",
+				     1, 0));
 
 	gf2_md_changed(mc, &NS1, "/d/f");
 	assert_false(gf2_md_get_stat(mc, &NS1, "/d/f", 0, &got));
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/d/f", "user.DOSATTRIB", 0,
+				      buf, sizeof(buf), &ret, &err));
 	assert_false(gf2_md_get_stat(mc, &NS1, "/d", 0, &got));
+	/* an entry's change leaves the directory's xattrs */
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/d", "user.DOSATTRIB", 0,
+				     buf, sizeof(buf), &ret, &err));
+	assert_int_equal(ret, 1);
+	assert_memory_equal(buf, "a", 1);
 	assert_true(gf2_md_get_stat(mc, &NS1, "/d/g", 0, &got));
 	assert_true(gf2_md_get_stat(mc, &NS1, "/", 0, &got));
 	assert_true(gf2_md_get_stat(mc, &NS2, "/d/f", 0, &got));
+	/* and the directory's own change drops them */
+	gf2_md_changed(mc, &NS1, "/d");
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/d", "user.DOSATTRIB", 0,
+				      buf, sizeof(buf), &ret, &err));
+
+	/* data or times changed: the stat goes, the xattrs stay */
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/g", &st, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/d/g", "user.DOSATTRIB", "c",
+				     1, 0));
+	gf2_md_changed_stat(mc, &NS1, "/d/g");
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/g", 0, &got));
+	assert_true(gf2_md_get_xattr(mc, &NS1, "/d/g", "user.DOSATTRIB", 0,
+				     buf, sizeof(buf), &ret, &err));
+	assert_memory_equal(buf, "c", 1);
 
 	/* a name in the root: the root is its parent */
 	assert_true(gf2_md_put_stat(mc, &NS1, "/x", &st, 0));
