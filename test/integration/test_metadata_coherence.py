@@ -238,6 +238,35 @@ def test_remote_changes_seen_within_bound(srv, conns, tdir, via):
     os.unlink(back)
 
 
+SYSTEM = 0x4
+
+
+def test_what_b_wrote_itself_yields_to_remote_changes(srv, conns, tdir):
+    """B keeps what its own creates and attribute changes left (a new
+    file has no DOS attributes yet; the value it wrote is the value
+    there): a change made elsewhere afterwards still shows within the
+    bound."""
+    _, b = conns
+    name, _ = tdir
+    d = name.replace('/', '\\')
+    for c in ('put /etc/hostname %s\\created' % d,
+              'put /etc/hostname %s\\written' % d,
+              'setmode %s\\written +h' % d):
+        out = b.cmd(c)
+        assert 'NT_STATUS' not in out, (c, out)
+    assert not b.info('%s/created' % name)[0] & HIDDEN
+    assert b.info('%s/written' % name)[0] & HIDDEN
+    setmode(srv, '%s/created' % name, '+h')
+    setmode(srv, '%s/written' % name, '-h+s')
+    time.sleep(BOUND + MARGIN)
+    assert b.info('%s/created' % name)[0] & HIDDEN
+    attrs = b.info('%s/written' % name)[0]
+    assert attrs & SYSTEM and not attrs & HIDDEN, hex(attrs)
+    got = b.ls(name)
+    assert 'H' in got['created'][0]
+    assert 'S' in got['written'][0] and 'H' not in got['written'][0]
+
+
 def test_case_insensitive_open_of_files_made_elsewhere(srv, conns, tdir):
     a, b = conns
     name, path = tdir
