@@ -32,7 +32,6 @@
 #include "gf2_acl.h"
 #include "gf2_offload.h"
 #include "gf2_mdcache.h"
-#include <glusterfs/api/glfs-handles.h>
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -1045,53 +1044,6 @@ static void gf2_fh_ext_destroy(void *p_data)
 	}
 }
 
-/*
- * Create a new file (O_CREAT|O_EXCL: smbd knows it is not there).
- * glfs_creat would look the name up first (one Gluster round trip) to
- * tell "create" from "open"; with O_EXCL there is nothing to tell, so the
- * file is created under its directory's handle directly, and a name that
- * exists after all fails with EEXIST from the brick, as with glfs_creat.
- */
-static glfs_fd_t *gf2_creat_excl(struct gf2_conn *c, const char *path,
-				 int flags, mode_t mode)
-{
-	const char *slash = strrchr(path, '/');
-	struct glfs_object *parent = NULL;
-	struct glfs_object *obj = NULL;
-	glfs_fd_t *fd = NULL;
-	char *dir = NULL;
-	struct stat st;
-	int saved_errno;
-
-	if (slash == NULL || slash[1] == '\0') {
-		return glfs_creat(c->fs, path, flags, mode);
-	}
-	dir = talloc_strndup(talloc_tos(), path,
-			     slash == path ? 1 : (size_t)(slash - path));
-	if (dir == NULL) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	parent = glfs_h_lookupat(c->fs, NULL, dir, &st, 1);
-	TALLOC_FREE(dir);
-	if (parent == NULL) {
-		/* the same errors (ENOENT, EACCES, ...) the path call gives */
-		return glfs_creat(c->fs, path, flags, mode);
-	}
-	obj = glfs_h_creat_open(c->fs, parent, slash + 1, flags, mode, &st,
-				&fd);
-	saved_errno = errno;
-	if (obj != NULL) {
-		glfs_h_close(obj);
-	}
-	glfs_h_close(parent);
-	if (obj == NULL) {
-		fd = NULL;
-	}
-	errno = saved_errno;
-	return fd;
-}
-
 static int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 		      struct stat *st)
 {
@@ -1195,13 +1147,8 @@ static int gf2_openat(struct vfs_handle_struct *handle,
 	if (flags & O_CREAT) {
 		uint64_t at = gf2_meta_now();
 
-		if (flags & O_EXCL) {
-			fh->fd = gf2_creat_excl(c, path, flags & ~O_NOFOLLOW,
-						how->mode);
-		} else {
-			fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
-					    how->mode);
-		}
+		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
+				    how->mode);
 		if (fh->fd != NULL && (flags & O_EXCL)) {
 			gf2_meta_created(c, path, false, at);
 		}
