@@ -228,6 +228,20 @@ void gf2_stats_lat(struct gf2_stats *st, uint64_t usec);
 void gf2_stats_connect(struct tevent_context *ev);
 void gf2_stats_disconnect(void);
 
+/* The monotonic clock, in nanoseconds and in milliseconds. */
+static inline uint64_t gf2_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime_mono(&ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static inline uint64_t gf2_now_ms(void)
+{
+	return gf2_now_ns() / 1000000;
+}
+
 /* xattr name lists fetched in parallel during listings (gf2_xlist.c). */
 bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
 		      size_t size, ssize_t *ret);
@@ -236,7 +250,6 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
 
 struct gf2_md_cache;
 struct gf2_md_cache *gf2_meta_cache(void);
-uint64_t gf2_meta_now(void);
 void gf2_meta_invalidate_inode(uint64_t ino, bool all);
 void gf2_xlist_invalidate_all(void);
 

@@ -590,7 +590,6 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	struct gf2_pf_read_state *state = NULL;
 	struct gf2_ra_decision d;
 	enum gf2_pf_serve r;
-	struct timespec now;
 	uint64_t now_ms;
 	uint64_t avail;
 	uint64_t got = 0;
@@ -622,8 +621,7 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	gf2_pf_expire(cfg);
 	avail = gf2_pf_cap > gf2_pf_stats.used ?
 		gf2_pf_cap - gf2_pf_stats.used : 0;
-	clock_gettime_mono(&now);
-	now_ms = (uint64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1;
+	now_ms = gf2_now_ms() + 1;
 	gf2_ra_on_read(&pf->ra, &cfg->ra, offset, n, file_size, avail,
 		       now_ms, &d);
 	if (d.len > 0 && pf->writes_inflight == 0) {

@@ -73,13 +73,6 @@ struct gf2_md_cache *gf2_meta_cache(void)
 	return gf2_md;
 }
 
-uint64_t gf2_meta_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime_mono(&ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /* An upcall: Gluster says ino changed (all: some inode, unknown). */
 void gf2_meta_invalidate_inode(uint64_t ino, bool all)
@@ -326,7 +319,7 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
 		}
 	}
 	b.njobs = n;
-	now = gf2_meta_now();
+	now = gf2_now_ns();
 	pthread_mutex_init(&b.lock, NULL);
 	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
 		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,

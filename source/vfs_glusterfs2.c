@@ -293,7 +293,7 @@ static void gf2_meta_created(struct gf2_conn *c, const char *path,
 		return;
 	}
 	if (gf2_md_get_xattr(md, c->fs, parent, "system.posix_acl_default",
-			     gf2_meta_now(), NULL, 0, &ret, &err) &&
+			     gf2_now_ns(), NULL, 0, &ret, &err) &&
 	    ret == -1 && err == ENODATA) {
 		gf2_md_put_xattr(md, c->fs, path, "system.posix_acl_access",
 				 NULL, -1, at);
@@ -831,7 +831,7 @@ static void gf2_dir_keep_stat(struct gf2_dir *d, const struct gf2_dirent *e,
 /* Refill the buffer; returns 0, or an errno if nothing could be read. */
 static int gf2_dir_fill(struct gf2_dir *d)
 {
-	uint64_t now = gf2_meta_now();
+	uint64_t now = gf2_now_ns();
 
 	d->n = 0;
 	d->pos = 0;
@@ -1021,7 +1021,7 @@ static int gf2_mkdirat(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	gf2_meta_changed(c, path);
-	at = gf2_meta_now();
+	at = gf2_now_ns();
 	START_PROFILE(syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
 	END_PROFILE(syscall_mkdirat);
@@ -1052,7 +1052,7 @@ static int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 	/* kept stats are never symlinks: lstat and stat agree */
 	gf2_upcall_drain();
 	if (md != NULL &&
-	    gf2_md_get_stat(md, c->fs, path, gf2_meta_now(), st)) {
+	    gf2_md_get_stat(md, c->fs, path, gf2_now_ns(), st)) {
 		return 0;
 	}
 	if (nofollow) {
@@ -1145,7 +1145,7 @@ static int gf2_openat(struct vfs_handle_struct *handle,
 		gf2_meta_changed(c, path);
 	}
 	if (flags & O_CREAT) {
-		uint64_t at = gf2_meta_now();
+		uint64_t at = gf2_now_ns();
 
 		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
 				    how->mode);
@@ -1754,14 +1754,6 @@ static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
 	return ret != -1;
 }
 
-static uint64_t gf2_now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime_mono(&now);
-	return (uint64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 static bool gf2_getlock(struct vfs_handle_struct *handle,
 			files_struct *fsp, off_t *poffset, off_t *pcount,
 			int *ptype, pid_t *ppid)
@@ -2061,7 +2053,7 @@ static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
 			return -1;
 		}
 		found = gf2_md_get_xattr(md, c->fs, path, name,
-					 gf2_meta_now(), value, size, &ret,
+					 gf2_now_ns(), value, size, &ret,
 					 &err);
 		if (found) {
 			TALLOC_FREE(path);
@@ -2078,7 +2070,7 @@ static ssize_t gf2_fgetxattr(struct vfs_handle_struct *handle,
 			return -1;
 		}
 	}
-	at = gf2_meta_now();
+	at = gf2_now_ns();
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_fgetxattr(fh->fd, name, value, size);
 	} else if (fh != NULL && fh->nofollow) {
@@ -2153,7 +2145,7 @@ static int gf2_fremovexattr(struct vfs_handle_struct *handle,
 	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
-	at = gf2_meta_now();
+	at = gf2_now_ns();
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_fremovexattr(fh->fd, name);
 	} else if (fh != NULL && fh->nofollow) {
@@ -2187,7 +2179,7 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
-	at = gf2_meta_now();
+	at = gf2_now_ns();
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_fsetxattr(fh->fd, name, value, size, flags);
 	} else if (fh != NULL && fh->nofollow) {
