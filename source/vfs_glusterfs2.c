@@ -199,8 +199,13 @@ static void gf2_meta_changed_tree(struct gf2_conn *c, const char *path)
 	}
 }
 
-static void gf2_meta_changed_fsp(struct gf2_conn *c,
-				 const struct files_struct *fsp)
+/*
+ * fsp's path changed.  stat_only: its data or times changed, so its kept
+ * stat goes and its xattrs stay.
+ */
+static void gf2_meta_changed_fsp_how(struct gf2_conn *c,
+				     const struct files_struct *fsp,
+				     bool stat_only)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 	char *path = NULL;
@@ -209,26 +214,17 @@ static void gf2_meta_changed_fsp(struct gf2_conn *c,
 		return;
 	}
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	gf2_meta_changed(c, path);
-	TALLOC_FREE(path);
-}
-
-/* fsp's data or times changed: its kept stat goes, its xattrs stay */
-static void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
-				      const struct files_struct *fsp)
-{
-	struct gf2_md_cache *md = gf2_meta_cache();
-	char *path = NULL;
-
-	if (md == NULL || gf2_md_count(md) == 0) {
-		return;
-	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path != NULL) {
+	if (path != NULL && stat_only) {
 		gf2_md_changed_stat(md, c->fs, path);
+	} else {
+		gf2_meta_changed(c, path);
 	}
 	TALLOC_FREE(path);
 }
+
+#define gf2_meta_changed_fsp(c, fsp) gf2_meta_changed_fsp_how(c, fsp, false)
+#define gf2_meta_changed_stat_fsp(c, fsp) \
+	gf2_meta_changed_fsp_how(c, fsp, true)
 
 /*
  * The xattrs whose values are kept (smbd reads them at every open, create
