@@ -73,9 +73,11 @@ int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen);
 /*
  * Look at a client volfile (the text gfapi received) for what Gluster's
  * "samba" option group turns on: md-cache's cache-invalidation and the
- * nl-cache translator.
+ * nl-cache translator; and, when md_timeout is not NULL, md-cache's
+ * timeout in seconds (its default, 1, when the volfile sets none or a
+ * value that is not a number from 0 to 600).
  */
 void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
-			       bool *nl_cache);
+			       bool *nl_cache, unsigned *md_timeout);
 
 #endif /* GF2_OPTIONS_H */

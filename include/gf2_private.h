@@ -250,6 +250,13 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
 
 struct gf2_md_cache;
 struct gf2_md_cache *gf2_meta_cache(void);
+/*
+ * Serve kept metadata for at most ms (the shortest any caller asked for
+ * in this process; 1 s until then).
+ */
+void gf2_meta_set_ttl_ms(uint64_t ms);
+#define GF2_META_TTL_MS 1000
+#define GF2_META_TTL_UPCALL_MAX_MS 60000
 void gf2_meta_invalidate_inode(uint64_t ino, bool all);
 void gf2_xlist_invalidate_all(void);
 

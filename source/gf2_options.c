@@ -515,13 +515,16 @@ int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen)
 }
 
 void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
-			       bool *nl_cache)
+			       bool *nl_cache, unsigned *md_timeout)
 {
 	const char *p = volfile;
 	bool in_mdcache = false;
 
 	*md_invalidation = false;
 	*nl_cache = false;
+	if (md_timeout != NULL) {
+		*md_timeout = 1;	/* md-cache's default */
+	}
 	while (p != NULL && *p != '\0') {
 		const char *end = strchr(p, '\n');
 		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
@@ -543,6 +546,17 @@ void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
 			*nl_cache = true;
 		} else if (in_mdcache && GF2_IS("option cache-invalidation on")) {
 			*md_invalidation = true;
+		} else if (in_mdcache && md_timeout != NULL &&
+			   len > 24 && len < 36 &&
+			   memcmp(p, "option md-cache-timeout ", 24) == 0) {
+			char num[12];
+			int64_t v = 0;
+
+			memcpy(num, p + 24, len - 24);
+			num[len - 24] = '\0';
+			if (gf2_parse_int(num, 0, 600, &v, NULL, 0) == 0) {
+				*md_timeout = (unsigned)v;
+			}
 		}
 #undef GF2_IS
 		p = end != NULL ? end + 1 : NULL;

@@ -120,9 +120,11 @@ static void gf2_volume_check_options(struct gf2_volume *vol)
 	ssize_t len = 0;
 	bool md_inval = false;
 	bool nl_cache = false;
+	unsigned md_timeout = 1;
 
 	len = glfs_get_volfile(vol->fs, NULL, 0);
 	if (len >= 0) {
+		gf2_meta_set_ttl_ms(GF2_META_TTL_MS);
 		return;		/* no volfile to look at */
 	}
 	buf = talloc_zero_size(NULL, -len + 1);
@@ -134,8 +136,22 @@ static void gf2_volume_check_options(struct gf2_volume *vol)
 		TALLOC_FREE(buf);
 		return;
 	}
-	gf2_volfile_samba_options(buf, &md_inval, &nl_cache);
+	gf2_volfile_samba_options(buf, &md_inval, &nl_cache, &md_timeout);
 	TALLOC_FREE(buf);
+	/*
+	 * With upcalls Gluster announces every change another client makes
+	 * to what this client has looked at, and the upcall drops what is
+	 * kept of it: kept metadata may then live as long as md-cache keeps
+	 * its own (at most a minute, in case an announcement is lost).
+	 * Without them, 1 s, md-cache's default.
+	 */
+	if (md_inval && vol->upcalls) {
+		gf2_meta_set_ttl_ms(MAX(GF2_META_TTL_MS,
+					MIN((uint64_t)md_timeout * 1000,
+					    GF2_META_TTL_UPCALL_MAX_MS)));
+	} else {
+		gf2_meta_set_ttl_ms(GF2_META_TTL_MS);
+	}
 	if (!md_inval || !nl_cache) {
 		DBG_WARNING("volume %s lacks Gluster's 'samba' option group "
 			    "(%s%s%s): listings and small files are slower, "

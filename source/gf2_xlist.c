@@ -64,11 +64,30 @@ static unsigned gf2_xl_count;
 
 static struct gf2_md_cache *gf2_md;
 
+/*
+ * How long kept lists and values are served: GF2_XL_TTL_MS, or longer
+ * on volumes whose changes Gluster announces (gf2_meta_set_ttl_ms).  Per
+ * process: the shortest any tree connect asked for.
+ */
+static uint64_t gf2_meta_ttl = GF2_XL_TTL_MS;
+static bool gf2_meta_ttl_set;
+
+void gf2_meta_set_ttl_ms(uint64_t ms)
+{
+	if (!gf2_meta_ttl_set || ms < gf2_meta_ttl) {
+		gf2_meta_ttl = ms;
+		gf2_meta_ttl_set = true;
+	}
+	if (gf2_md != NULL) {
+		gf2_md_set_max_age(gf2_md, gf2_meta_ttl * 1000000ULL);
+	}
+}
+
 struct gf2_md_cache *gf2_meta_cache(void)
 {
 	if (gf2_md == NULL) {
 		gf2_md = gf2_md_new(NULL, GF2_MD_ENTRIES,
-				    GF2_XL_TTL_MS * 1000000ULL);
+				    gf2_meta_ttl * 1000000ULL);
 	}
 	return gf2_md;
 }
@@ -83,6 +102,8 @@ void gf2_meta_invalidate_inode(uint64_t ino, bool all)
 		return;
 	}
 	gf2_md_drop_ino(gf2_md, ino);
+	/* lists are kept by path: any announced change may touch them */
+	gf2_xlist_invalidate_all();
 }
 
 static void gf2_xl_drop(struct gf2_xl_entry *e)
@@ -108,7 +129,8 @@ static void gf2_xl_expire(void)
 	clock_gettime_mono(&now);
 	for (e = gf2_xl_cache; e != NULL; e = next) {
 		next = e->next;
-		if (nsec_time_diff(&now, &e->at) / 1000000 > GF2_XL_TTL_MS) {
+		if (nsec_time_diff(&now, &e->at) / 1000000 >
+		    (int64_t)gf2_meta_ttl) {
 			gf2_xl_drop(e);
 		}
 	}

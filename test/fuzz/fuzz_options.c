@@ -233,8 +233,10 @@ static void fuzz_volfile(const char *s)
 {
 	bool md = true;
 	bool nl = true;
+	unsigned timeout = 12345;
 
-	gf2_volfile_samba_options(s, &md, &nl);
+	gf2_volfile_samba_options(s, &md, &nl, &timeout);
+	FUZZ_CHECK(timeout <= 600);
 	if (strstr(s, "type performance/nl-cache") == NULL) {
 		FUZZ_CHECK(!nl);
 	}

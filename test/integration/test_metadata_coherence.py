@@ -36,22 +36,58 @@ BOUND = 1.0            # documented age bound, seconds
 MARGIN = 0.6           # scheduling slack on a loaded machine
 
 
-@pytest.fixture(scope='module')
-def srv(stack):
+# The volume options of Gluster's `samba` group that make Gluster announce
+# changes (upcalls) and md-cache trust its entries for 600 s; with them
+# glusterfs2 keeps metadata up to 60 s and relies on the announcements.
+UPCALL_OPTIONS = [('features.cache-invalidation', 'on'),
+                  ('features.cache-invalidation-timeout', '600'),
+                  ('performance.cache-invalidation', 'on'),
+                  ('performance.md-cache-timeout', '600')]
+
+
+def gluster(*args):
+    p = subprocess.run(['gluster', '--mode=script'] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=120)
+    assert p.returncode == 0, (args, p.stdout)
+
+
+@pytest.fixture(scope='module', params=['default'])
+def srv(stack, request):
+    """The private smbd; param 'upcalls': the stack's volume with
+    UPCALL_OPTIONS for the life of the fixture (reset afterwards)."""
+    upcalls = request.param == 'upcalls'
     port = int(os.environ.get('GF2_COHERENCE_PORT', '4492'))
     module = os.environ.get('GF2_MODULE', 'glusterfs2')
-    s = PrivateSmbd('coherence', stack, first_port=port)
+    vol = stack['GLUSTER_VOLUME']
+    if upcalls:
+        for k, v in UPCALL_OPTIONS:
+            gluster('volume', 'set', vol, k, v)
+    s = PrivateSmbd('coherence-up' if upcalls else 'coherence', stack,
+                    first_port=port + 1 if upcalls else port)
     share = [('vfs objects', module), ('path', '/'),
-             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+             ('glusterfs2:volume', vol),
              ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
                                                      'localhost')),
              ('glusterfs2:logfile', os.path.join(s.dir,
                                                  'glusterfs2-%M.log')),
              ('kernel share modes', 'no'), ('read only', 'no')]
     s.write_conf([], [('gf2coh', share)])
-    s.start()
-    yield s
-    s.stop()
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+        if upcalls:
+            for k, _ in UPCALL_OPTIONS:
+                gluster('volume', 'reset', vol, k)
+
+
+# The tests of changes made elsewhere run on both: without upcalls
+# glusterfs2 serves kept metadata at most 1 s, with them up to 60 s, and
+# a change made elsewhere must show within the same bound either way.
+BOTH = pytest.mark.parametrize('srv', ['default', 'upcalls'],
+                               indirect=True)
 
 
 class Session:
@@ -184,6 +220,7 @@ def test_local_changes_seen_at_once(srv, conns, tdir):
     assert 'H' in b.ls(name)['f06'][0]
 
 
+@BOTH
 @pytest.mark.parametrize('via', ['fuse', 'smb'])
 def test_remote_changes_seen_within_bound(srv, conns, tdir, via):
     a, b = conns
@@ -241,6 +278,7 @@ def test_remote_changes_seen_within_bound(srv, conns, tdir, via):
 SYSTEM = 0x4
 
 
+@BOTH
 def test_what_b_wrote_itself_yields_to_remote_changes(srv, conns, tdir):
     """B keeps what its own creates and attribute changes left (a new
     file has no DOS attributes yet; the value it wrote is the value

@@ -246,18 +246,39 @@ static void test_volfile_samba_options(void **state)
 		"    option cache-invalidation on\n"
 		"end-volume";
 	bool md, nl;
+	unsigned timeout = 0;
 
-	gf2_volfile_samba_options(plain, &md, &nl);
+	gf2_volfile_samba_options(plain, &md, &nl, &timeout);
 	assert_false(md);
 	assert_false(nl);
-	gf2_volfile_samba_options(samba, &md, &nl);
+	assert_int_equal(timeout, 1);
+	gf2_volfile_samba_options(samba, &md, &nl, &timeout);
 	assert_true(md);
 	assert_true(nl);
-	gf2_volfile_samba_options(other, &md, &nl);
+	assert_int_equal(timeout, 600);
+	gf2_volfile_samba_options(samba, &md, &nl, NULL);
+	assert_true(md);
+	gf2_volfile_samba_options(other, &md, &nl, &timeout);
 	assert_false(md);
 	assert_false(nl);
-	gf2_volfile_samba_options("", &md, &nl);
+	assert_int_equal(timeout, 1);
+	gf2_volfile_samba_options("", &md, &nl, &timeout);
 	assert_false(md || nl);
+	/* only md-cache's own timeout, and only a sane number */
+	gf2_volfile_samba_options("volume a\n type performance/md-cache\n"
+				  " option md-cache-timeout 30\n"
+				  "volume b\n type performance/io-cache\n"
+				  " option md-cache-timeout 99\n",
+				  &md, &nl, &timeout);
+	assert_int_equal(timeout, 30);
+	gf2_volfile_samba_options("volume a\n type performance/md-cache\n"
+				  " option md-cache-timeout 60s\n",
+				  &md, &nl, &timeout);
+	assert_int_equal(timeout, 1);
+	gf2_volfile_samba_options("volume a\n type performance/md-cache\n"
+				  " option md-cache-timeout 601\n",
+				  &md, &nl, &timeout);
+	assert_int_equal(timeout, 1);
 }
 
 int main(void)
