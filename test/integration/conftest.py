@@ -37,6 +37,57 @@ def stack():
     return _stack_env()
 
 
+# Sanitizer mode (`test/stack up --asan`, `test/run-all --asan`): the
+# stack's glusterfs2 shares and the tests' private smbds load
+# glusterfs2_asan.  Tests that cannot run that way are deselected here,
+# each with its reason, printed at the start and the end of the run; no
+# other test is left out.
+ASAN_DESELECT = {
+    'test_package.py': 'checks the Debian package: installs it with dpkg -i '
+    'and asserts that smbd maps exactly the packaged glusterfs2.so; the '
+    'sanitizer build is not what the package ships, and the test replaces '
+    'MODULESDIR/vfs/glusterfs2.so for every smbd on the machine',
+}
+_asan_deselected = []
+
+
+def _sanitizer_mode():
+    p = subprocess.run([os.path.join(TOP, 'test', 'stack'), 'env'],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True)
+    return p.returncode == 0 and any(
+        l.startswith('SANITIZE=') and l.strip() != 'SANITIZE='
+        for l in p.stdout.splitlines())
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _sanitizer_mode():
+        return
+    keep, drop = [], []
+    for item in items:
+        reason = ASAN_DESELECT.get(item.nodeid.split('::')[0].split('/')[-1])
+        (drop if reason else keep).append(item)
+        if reason:
+            _asan_deselected.append((item.nodeid, reason))
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    tr = config.pluginmanager.get_plugin('terminalreporter')
+    if tr:
+        tr.write_line('sanitizer mode (glusterfs2_asan): %d test(s) '
+                      'deselected' % len(drop))
+        for nodeid, reason in _asan_deselected:
+            tr.write_line('  deselected %s: %s' % (nodeid, reason))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _asan_deselected:
+        terminalreporter.write_sep('=', 'deselected in sanitizer mode: %d'
+                                   % len(_asan_deselected))
+        for nodeid, reason in _asan_deselected:
+            terminalreporter.write_line('%s: %s' % (nodeid, reason))
+
+
 class Smb:
     """A python3-smbc client bound to one share as one user."""
 
