@@ -322,12 +322,26 @@ def symbolize_reports(files):
             f.write(SYMBOLIZED_MARK + '\n'.join(lines) + '\n')
 
 
+# Warnings of the runtime that are not reports.  gluster's synctasks
+# switch stacks with swapcontext, and ASan says once per process that it
+# does not follow such switches fully; any error it then reports is
+# classified on its own.
+RUNTIME_WARNING_RE = re.compile(
+    r"^==\d+==WARNING: ASan doesn't fully support makecontext/swapcontext"
+    r"[^\n]*\n?", re.M)
+
+
 def split_reports(path):
     with open(path, errors='replace') as f:
         text = f.read()
     if text.startswith(SYMBOLIZED_MARK):
         text = text[len(SYMBOLIZED_MARK):]
     reports = []
+    warnings = RUNTIME_WARNING_RE.findall(text)
+    if warnings:
+        text = RUNTIME_WARNING_RE.sub('', text)
+        reports.append(Report(path, 'warning: makecontext/swapcontext '
+                              '(gluster synctasks)', warnings[0].strip()))
     if os.path.basename(path).startswith('ubsan'):
         # "FILE:LINE:COL: runtime error: ..." then an optional stack
         blocks = re.split(r'\n(?=\S[^\n]*: runtime error: )', '\n' + text)
@@ -360,7 +374,8 @@ def split_reports(path):
         kind = re.sub(r'^ERROR: \w+: ', '', m.group(0))
         kind = re.sub(r' on (unknown )?address.*', '', kind)
         reports.append(Report(path, kind, chunk))
-    if not reports and text.strip():
+    if not [r for r in reports if not r.kind.startswith('warning')] and \
+            text.strip():
         # a runtime message that is not a report (e.g. a fatal error of
         # LeakSanitizer itself): keep it visible
         reports.append(Report(path, 'sanitizer message', text.strip()))
@@ -408,6 +423,8 @@ def analyse_reports(reports_dir, strict_leaks=False, labels_file=None,
     reports = []
     for p in files:
         reports += split_reports(p)
+    warnings = [r for r in reports if r.kind.startswith('warning')]
+    reports = [r for r in reports if not r.kind.startswith('warning')]
     module, under_module, other = [], [], []
     for r in reports:
         mf = r.module_frames()
@@ -436,6 +453,10 @@ def analyse_reports(reports_dir, strict_leaks=False, labels_file=None,
         '%s' % (len(under_module), ' (failures: --strict-leaks)'
                 if strict_leaks else ''))
     log('  without glusterfs2 frames: %d' % len(other))
+    if warnings:
+        log('  (not reports: %d processes warned that ASan does not fully '
+            'follow makecontext/swapcontext, gluster\'s synctasks)'
+            % len(warnings))
     labels = child_labels(labels_file)
     for r in module:
         log('\n---- glusterfs2 report (%s) in %s%s\n%s' % (

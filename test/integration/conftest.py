@@ -48,7 +48,17 @@ ASAN_DESELECT = {
     'sanitizer build is not what the package ships, and the test replaces '
     'MODULESDIR/vfs/glusterfs2.so for every smbd on the machine',
 }
+# Checks that run in sanitizer mode but are not asserted there, and why.
+ASAN_RELAXED = {
+    'test_soak.py::test_soak_short': 'RSS growth after warm-up is printed, '
+    'not asserted: under ASan the RSS of an smbd is mostly the allocator\'s '
+    'quarantine of freed memory (up to 256 MiB a process) and moves by '
+    '+-30 MiB as it cycles; LeakSanitizer\'s exit-time reports are the '
+    'leak check there.  Data, errors, crashes and operation counts are '
+    'asserted as always',
+}
 _asan_deselected = []
+_asan_relaxed = []
 
 
 def _sanitizer_mode():
@@ -65,6 +75,8 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, drop = [], []
     for item in items:
+        if item.nodeid in ASAN_RELAXED:
+            _asan_relaxed.append((item.nodeid, ASAN_RELAXED[item.nodeid]))
         reason = ASAN_DESELECT.get(item.nodeid.split('::')[0].split('/')[-1])
         (drop if reason else keep).append(item)
         if reason:
@@ -78,9 +90,16 @@ def pytest_collection_modifyitems(config, items):
                       'deselected' % len(drop))
         for nodeid, reason in _asan_deselected:
             tr.write_line('  deselected %s: %s' % (nodeid, reason))
+        for nodeid, reason in _asan_relaxed:
+            tr.write_line('  relaxed %s: %s' % (nodeid, reason))
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _asan_relaxed:
+        terminalreporter.write_sep('=', 'checks relaxed in sanitizer mode: '
+                                   '%d' % len(_asan_relaxed))
+        for nodeid, reason in _asan_relaxed:
+            terminalreporter.write_line('%s: %s' % (nodeid, reason))
     if _asan_deselected:
         terminalreporter.write_sep('=', 'deselected in sanitizer mode: %d'
                                    % len(_asan_deselected))
