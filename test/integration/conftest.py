@@ -37,6 +37,76 @@ def stack():
     return _stack_env()
 
 
+# Sanitizer mode (`test/stack up --asan`, `test/run-all --asan`): the
+# stack's glusterfs2 shares and the tests' private smbds load
+# glusterfs2_asan.  Tests that cannot run that way are deselected here,
+# each with its reason, printed at the start and the end of the run; no
+# other test is left out.
+ASAN_DESELECT = {
+    'test_package.py': 'checks the Debian package: installs it with dpkg -i '
+    'and asserts that smbd maps exactly the packaged glusterfs2.so; the '
+    'sanitizer build is not what the package ships, and the test replaces '
+    'MODULESDIR/vfs/glusterfs2.so for every smbd on the machine',
+}
+# Checks that run in sanitizer mode but are not asserted there, and why.
+ASAN_RELAXED = {
+    'test_soak.py::test_soak_short': 'RSS growth after warm-up is printed, '
+    'not asserted: under ASan the RSS of an smbd is mostly the allocator\'s '
+    'quarantine of freed memory (up to 256 MiB a process) and moves by '
+    '+-30 MiB as it cycles; LeakSanitizer\'s exit-time reports are the '
+    'leak check there.  Data, errors, crashes and operation counts are '
+    'asserted as always',
+}
+_asan_deselected = []
+_asan_relaxed = []
+
+
+def _sanitizer_mode():
+    p = subprocess.run([os.path.join(TOP, 'test', 'stack'), 'env'],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True)
+    return p.returncode == 0 and any(
+        l.startswith('SANITIZE=') and l.strip() != 'SANITIZE='
+        for l in p.stdout.splitlines())
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _sanitizer_mode():
+        return
+    keep, drop = [], []
+    for item in items:
+        if item.nodeid in ASAN_RELAXED:
+            _asan_relaxed.append((item.nodeid, ASAN_RELAXED[item.nodeid]))
+        reason = ASAN_DESELECT.get(item.nodeid.split('::')[0].split('/')[-1])
+        (drop if reason else keep).append(item)
+        if reason:
+            _asan_deselected.append((item.nodeid, reason))
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    tr = config.pluginmanager.get_plugin('terminalreporter')
+    if tr:
+        tr.write_line('sanitizer mode (glusterfs2_asan): %d test(s) '
+                      'deselected' % len(drop))
+        for nodeid, reason in _asan_deselected:
+            tr.write_line('  deselected %s: %s' % (nodeid, reason))
+        for nodeid, reason in _asan_relaxed:
+            tr.write_line('  relaxed %s: %s' % (nodeid, reason))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _asan_relaxed:
+        terminalreporter.write_sep('=', 'checks relaxed in sanitizer mode: '
+                                   '%d' % len(_asan_relaxed))
+        for nodeid, reason in _asan_relaxed:
+            terminalreporter.write_line('%s: %s' % (nodeid, reason))
+    if _asan_deselected:
+        terminalreporter.write_sep('=', 'deselected in sanitizer mode: %d'
+                                   % len(_asan_deselected))
+        for nodeid, reason in _asan_deselected:
+            terminalreporter.write_line('%s: %s' % (nodeid, reason))
+
+
 class Smb:
     """A python3-smbc client bound to one share as one user."""
 

@@ -11,6 +11,14 @@ It never touches the stack's smbd, glusterd or volume settings.
     srv.start()
     ... srv.smbclient('share', 'put a b') ...
     srv.stop()
+
+Sanitizer mode (the stack brought up with `test/stack up --asan`, which
+`test/stack env` shows as SANITIZE=address,undefined): every share's
+`vfs objects` entry glusterfs2 becomes VFS_MODULE (glusterfs2_asan, the
+module built with ASan and UBSan), and smbd runs with libasan preloaded,
+its processes writing their reports to ASAN_REPORTS as
+{asan,ubsan}.NAME.PID, where `test/run-all --asan` classifies them with
+the stack's.  Timeouts for starting and stopping are tripled.
 """
 
 import hashlib
@@ -20,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -141,6 +150,9 @@ class PrivateSmbd:
         self.first_port = first_port
         self.proc = None
         os.makedirs(self.dir, exist_ok=True)
+        # sanitizer mode of the stack (test/stack up --asan)
+        self.sanitize = bool(env.get('SANITIZE'))
+        self.module = env.get('VFS_MODULE') or 'glusterfs2'
 
     # ------------------------------------------------------------ config
 
@@ -208,15 +220,38 @@ class PrivateSmbd:
             lines.append('\t%s = %s' % (k, v))
         for k, v in global_items:
             if k not in PLUMBING_KEYS:
-                lines.append('\t%s = %s' % (k, v))
+                lines.append('\t%s = %s' % (k, self.vfs_value(k, v)))
         for name, items in shares:
             lines += ['', '[%s]' % name]
             for k, v in items:
-                lines.append('\t%s = %s' % (k, v))
+                lines.append('\t%s = %s' % (k, self.vfs_value(k, v)))
         with open(self.conf, 'w') as f:
             f.write('\n'.join(lines) + '\n')
         self.make_dirs()
         return self.conf
+
+    def vfs_value(self, key, value):
+        """`vfs objects` with glusterfs2 replaced by the stack's module
+        (glusterfs2_asan in sanitizer mode)."""
+        if key != 'vfs objects' or self.module == 'glusterfs2':
+            return value
+        return ' '.join(self.module if x == 'glusterfs2' else x
+                        for x in value.split())
+
+    def smbd_env(self):
+        """smbd's environment: in sanitizer mode libasan preloaded and
+        the reports going to the stack's ASAN_REPORTS."""
+        if not self.sanitize:
+            return None
+        sys.path.insert(0, os.path.join(TOP, 'test', 'asan'))
+        import sanitizers
+        lib = sanitizers.libasan_path()
+        if not lib:
+            raise RuntimeError('sanitizer mode: libasan not found')
+        reports = self.env['ASAN_REPORTS']
+        os.makedirs(reports, exist_ok=True)
+        os.chmod(reports, 0o1777)
+        return sanitizers.sanitizer_env(lib, reports, self.name)
 
     def make_dirs(self):
         for k in DIR_KEYS:
@@ -265,6 +300,8 @@ class PrivateSmbd:
         self._wait_gone(60)
 
     def _wait_gone(self, timeout):
+        if self.sanitize:
+            timeout = max(timeout, 180)
         deadline = time.time() + timeout
         while time.time() < deadline and self.our_processes():
             time.sleep(0.3)
@@ -275,6 +312,8 @@ class PrivateSmbd:
                 pass
 
     def start(self, timeout=30):
+        if self.sanitize:
+            timeout *= 3
         self.stop_leftover()
         self.make_dirs()
         for p in os.listdir(self.dir):
@@ -292,7 +331,7 @@ class PrivateSmbd:
         self.proc = subprocess.Popen(
             ['smbd', '--foreground', '--no-process-group', '-s', self.conf],
             stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-            start_new_session=True)
+            env=self.smbd_env(), start_new_session=True)
         out.close()
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -310,6 +349,8 @@ class PrivateSmbd:
     def stop(self, timeout=60):
         """SIGTERM to the main smbd; wait for every one of its processes
         (children finish their glfs_fini first, ~10 s)."""
+        if self.sanitize:
+            timeout *= 3
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         self._wait_gone(timeout)
