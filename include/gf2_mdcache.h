@@ -45,6 +45,11 @@ struct gf2_md_cache *gf2_md_new(TALLOC_CTX *mem_ctx, unsigned max_entries,
 void gf2_md_set_max_age(struct gf2_md_cache *mc, uint64_t max_age_ns);
 unsigned gf2_md_count(const struct gf2_md_cache *mc);
 const struct gf2_md_stats *gf2_md_stats(const struct gf2_md_cache *mc);
+/*
+ * How many stats were ever kept: while it has not moved, a path whose
+ * stat was dropped has none kept again.
+ */
+uint64_t gf2_md_stat_puts(const struct gf2_md_cache *mc);
 
 /* The stat of path (as lstat: symlinks are never kept) fetched at now. */
 bool gf2_md_put_stat(struct gf2_md_cache *mc, const void *ns,

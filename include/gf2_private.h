@@ -77,6 +77,8 @@ struct gf2_fh {
 	unsigned inflight;	/* asynchronous calls Gluster owns */
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
+	uint64_t md_stat_puts;	/* gf2_md_stat_puts when a write last
+				   dropped the file's kept stat */
 	bool closing;		/* closed by smbd, calls still in flight */
 	bool is_dir;
 	bool nofollow;

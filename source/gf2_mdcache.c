@@ -39,6 +39,7 @@ struct gf2_md_cache {
 	struct gf2_md_entry *oldest, *newest;
 	unsigned count;
 	unsigned max_entries;
+	uint64_t stat_puts;		/* stats ever kept, for gf2_md_stat_puts */
 	uint64_t max_age_ns;
 	struct gf2_md_stats stats;
 };
@@ -93,6 +94,11 @@ void gf2_md_set_max_age(struct gf2_md_cache *mc, uint64_t max_age_ns)
 unsigned gf2_md_count(const struct gf2_md_cache *mc)
 {
 	return mc->count;
+}
+
+uint64_t gf2_md_stat_puts(const struct gf2_md_cache *mc)
+{
+	return mc->stat_puts;
 }
 
 const struct gf2_md_stats *gf2_md_stats(const struct gf2_md_cache *mc)
@@ -223,6 +229,7 @@ bool gf2_md_put_stat(struct gf2_md_cache *mc, const void *ns,
 	e->st = *st;
 	e->st_at = now;
 	e->have_stat = true;
+	mc->stat_puts += 1;
 	return true;
 }
 

@@ -13,7 +13,7 @@
  * (glfs_setfsuid/gid/groups with the main thread's effective identity),
  * and keeps the answers for the entries smbd asks about next.
  *
- * Coherence: a kept list is served for at most GF2_XL_TTL_MS (md-cache's
+ * Coherence: a kept list is served for at most GF2_META_TTL_MS (md-cache's
  * default timeout); any extended attribute change, rename or unlink made
  * through this process drops every kept list.  So a client sees another
  * client's new or removed xattr in a listing's EA size at most that late,
@@ -37,7 +37,6 @@
 #define DBGC_CLASS DBGC_VFS
 
 #define GF2_XL_THREADS 8
-#define GF2_XL_TTL_MS 1000
 #define GF2_XL_MAX 1024
 #define GF2_XL_LIST_MAX 65536
 #define GF2_XL_VALUES 3
@@ -65,11 +64,11 @@ static unsigned gf2_xl_count;
 static struct gf2_md_cache *gf2_md;
 
 /*
- * How long kept lists and values are served: GF2_XL_TTL_MS, or longer
+ * How long kept lists and values are served: GF2_META_TTL_MS, or longer
  * on volumes whose changes Gluster announces (gf2_meta_set_ttl_ms).  Per
  * process: the shortest any tree connect asked for.
  */
-static uint64_t gf2_meta_ttl = GF2_XL_TTL_MS;
+static uint64_t gf2_meta_ttl = GF2_META_TTL_MS;
 static bool gf2_meta_ttl_set;
 
 void gf2_meta_set_ttl_ms(uint64_t ms)

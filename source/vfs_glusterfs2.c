@@ -199,13 +199,8 @@ static void gf2_meta_changed_tree(struct gf2_conn *c, const char *path)
 	}
 }
 
-/*
- * fsp's path changed.  stat_only: its data or times changed, so its kept
- * stat goes and its xattrs stay.
- */
-static void gf2_meta_changed_fsp_how(struct gf2_conn *c,
-				     const struct files_struct *fsp,
-				     bool stat_only)
+static void gf2_meta_changed_fsp(struct gf2_conn *c,
+				 const struct files_struct *fsp)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 	char *path = NULL;
@@ -214,17 +209,9 @@ static void gf2_meta_changed_fsp_how(struct gf2_conn *c,
 		return;
 	}
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path != NULL && stat_only) {
-		gf2_md_changed_stat(md, c->fs, path);
-	} else {
-		gf2_meta_changed(c, path);
-	}
+	gf2_meta_changed(c, path);
 	TALLOC_FREE(path);
 }
-
-#define gf2_meta_changed_fsp(c, fsp) gf2_meta_changed_fsp_how(c, fsp, false)
-#define gf2_meta_changed_stat_fsp(c, fsp) \
-	gf2_meta_changed_fsp_how(c, fsp, true)
 
 /*
  * The xattrs whose values are kept (smbd reads them at every open, create
@@ -312,6 +299,38 @@ static struct gf2_fh *gf2_fh_of(struct vfs_handle_struct *handle,
 		return NULL;
 	}
 	return *pfh;
+}
+
+/*
+ * fsp's data or times changed: its kept stat goes, its xattrs stay.  On
+ * the write path: once a handle's write has dropped the stat, later
+ * writes name no path until a listing keeps a stat again.
+ */
+static void gf2_meta_changed_stat_fsp(struct vfs_handle_struct *handle,
+				      const struct files_struct *fsp)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
+	struct gf2_md_cache *md = gf2_meta_cache();
+	uint64_t puts;
+	char *path = NULL;
+
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return;
+	}
+	puts = gf2_md_stat_puts(md);
+	if (fh != NULL && fh->md_stat_puts == puts) {
+		return;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return;
+	}
+	gf2_md_changed_stat(md, c->fs, path);
+	TALLOC_FREE(path);
+	if (fh != NULL) {
+		fh->md_stat_puts = puts;
+	}
 }
 
 /* The glfs_fd of an fsp opened for I/O, or NULL with errno set. */
@@ -1239,7 +1258,7 @@ static ssize_t gf2_pwrite(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, offset, n);
 	}
-	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(handle, fsp);
 	START_PROFILE_BYTES(syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
 	END_PROFILE_BYTES(syscall_pwrite);
@@ -1282,7 +1301,7 @@ static struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_fh *fh = gf2_fh_of(handle, fsp);
 
-	gf2_meta_changed_stat_fsp(c, fsp);
+	gf2_meta_changed_stat_fsp(handle, fsp);
 	return gf2_pwrite_send(mem_ctx, ev, fh, gf2_fh_pf(c, fsp, fh), data,
 			       n, offset);
 }
@@ -1615,7 +1634,7 @@ static int gf2_fntimes(struct vfs_handle_struct *handle,
 		return 0;
 	}
 
-	gf2_meta_changed_stat_fsp(c, fsp);
+	gf2_meta_changed_stat_fsp(handle, fsp);
 	START_PROFILE(syscall_fntimes);
 	if (fh != NULL && fh->fd != NULL) {
 		ret = glfs_futimens(fh->fd, times);
@@ -1648,7 +1667,7 @@ static int gf2_ftruncate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
-	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(handle, fsp);
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	END_PROFILE(syscall_ftruncate);
@@ -1680,7 +1699,7 @@ static int gf2_fallocate(struct vfs_handle_struct *handle,
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, 0, 0);
 	}
-	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp);
+	gf2_meta_changed_stat_fsp(handle, fsp);
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
@@ -2135,9 +2154,8 @@ static int gf2_fremovexattr(struct vfs_handle_struct *handle,
 
 	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
-	gf2_meta_changed_fsp(c, fsp);
-
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	gf2_meta_changed(c, path);
 	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}
@@ -2169,9 +2187,8 @@ static int gf2_fsetxattr(struct vfs_handle_struct *handle,
 
 	/* kept xattr lists and values may now be wrong */
 	gf2_xlist_invalidate_all();
-	gf2_meta_changed_fsp(c, fsp);
-
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	gf2_meta_changed(c, path);
 	if (path == NULL && (fh == NULL || fh->fd == NULL)) {
 		return -1;
 	}

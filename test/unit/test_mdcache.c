@@ -203,6 +203,25 @@ static void test_changes_drop_path_and_parent(void **state)
 	talloc_free(mc);
 }
 
+static void test_stat_puts_counts_kept_stats(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat f = st_of(2, 0, S_IFREG | 0644);
+	struct stat l = st_of(3, 0, S_IFLNK | 0777);
+
+	assert_int_equal(gf2_md_stat_puts(mc), 0);
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/g", "user.a", NULL, -1, 0));
+	assert_false(gf2_md_put_stat(mc, &NS1, "/l", &l, 0));
+	assert_int_equal(gf2_md_stat_puts(mc), 1);
+	/* drops do not count: a dropped stat stays dropped until a put */
+	gf2_md_changed_stat(mc, &NS1, "/f");
+	assert_int_equal(gf2_md_stat_puts(mc), 1);
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_int_equal(gf2_md_stat_puts(mc), 2);
+	talloc_free(mc);
+}
+
 static void test_tree_and_inode_drops(void **state)
 {
 	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
@@ -277,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_bound_oldest_dropped),
 		cmocka_unit_test(test_xattr_answers),
 		cmocka_unit_test(test_changes_drop_path_and_parent),
+		cmocka_unit_test(test_stat_puts_counts_kept_stats),
 		cmocka_unit_test(test_tree_and_inode_drops),
 		cmocka_unit_test(test_many_paths_hash),
 	};
