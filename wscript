@@ -58,18 +58,28 @@ CORE_SOURCES = [
     'source/gf2_readahead.c',
     'source/gf2_acl_xattr.c',
     'source/gf2_mdcache.c',
+    'source/gf2_hold.c',
 ]
 
 MODULE_SOURCES = [
-    'source/vfs_glusterfs2.c',
+    # bridge
     'source/gf2_volume.c',
     'source/gf2_async.c',
     'source/gf2_upcall.c',
-    'source/gf2_prefetch.c',
     'source/gf2_stats.c',
-    'source/gf2_xlist.c',
+    # caches
+    'source/gf2_prefetch.c',
+    'source/gf2_meta.c',
+    'source/gf2_cache.c',
+    # VFS glue
+    'source/gf2_config.c',
+    'source/gf2_handles.c',
+    'source/gf2_dir.c',
+    'source/gf2_metaops.c',
+    'source/gf2_dataops.c',
     'source/gf2_acl.c',
     'source/gf2_offload.c',
+    'source/vfs_glusterfs2.c',
 ]
 
 UNIT_TESTS = [
@@ -77,6 +87,7 @@ UNIT_TESTS = [
     'test_readahead',
     'test_acl_xattr',
     'test_mdcache',
+    'test_hold',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

@@ -17,7 +17,6 @@
 #define GF2_MAX_HOST_LEN 255
 #define GF2_MAX_VOLUME_LEN 255
 #define GF2_DEFAULT_VOLFILE_SERVER "localhost"
-#define GF2_DEFAULT_LOGLEVEL 7
 #define GF2_ERRLEN 256
 
 struct gf2_volfile_server {
@@ -79,5 +78,70 @@ int gf2_parse_bool(const char *s, bool *out, char *errbuf, size_t errlen);
  */
 void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
 			       bool *nl_cache, unsigned *md_timeout);
+
+/*
+ * The per-share options with a safe default, in one table: name (after
+ * "glusterfs2:"), kind, default and range.  Every default is defined
+ * here and nowhere else.  A bad value is reported and the default used.
+ */
+enum gf2_opt_kind {
+	GF2_OPT_BOOL,
+	GF2_OPT_INT,
+	GF2_OPT_SIZE,		/* with K/M/G/T suffixes */
+	GF2_OPT_ENUM,		/* value: index into choices */
+};
+
+enum gf2_coherence {
+	GF2_COHERENCE_AGE,
+	GF2_COHERENCE_STRICT,
+};
+
+struct gf2_share_options {
+	int64_t loglevel;
+	bool prefetch;
+	uint64_t pf_init_window;
+	uint64_t pf_max_window;
+	int64_t pf_streams;
+	uint64_t pf_max_memory;
+	int64_t pf_max_age_ms;
+	int64_t pf_coherence;		/* enum gf2_coherence */
+	int64_t lock_cache_ms;
+	bool client_io_threads;
+};
+
+struct gf2_opt_def {
+	const char *name;
+	enum gf2_opt_kind kind;
+	size_t offset;			/* in struct gf2_share_options */
+	uint64_t def;
+	uint64_t min;
+	uint64_t max;
+	const char *const *choices;	/* GF2_OPT_ENUM, NULL-terminated */
+};
+
+extern const struct gf2_opt_def gf2_share_opts[];
+extern const size_t gf2_share_nopts;
+
+void gf2_share_options_default(struct gf2_share_options *o);
+
+/*
+ * Set option d from its smb.conf value.  Returns 0, or -1 with errbuf
+ * filled (the option keeps its default).
+ */
+int gf2_share_option_set(struct gf2_share_options *o,
+			 const struct gf2_opt_def *d, const char *value,
+			 char *errbuf, size_t errlen);
+
+/* The default of d as smb.conf would spell it, for log lines. */
+void gf2_opt_format_default(const struct gf2_opt_def *d, char *buf,
+			    size_t buflen);
+
+/*
+ * Rules between options: an initial prefetch window larger than the max
+ * window is cut to it.  Returns 0, or -1 with errbuf saying what was
+ * corrected.
+ */
+int gf2_share_options_check(struct gf2_share_options *o, char *errbuf,
+			    size_t errlen);
 
 #endif /* GF2_OPTIONS_H */

@@ -47,7 +47,7 @@
 #include "lib/util/tevent_unix.h"
 #include "lib/util/sys_rw.h"
 #include "lib/util/dlinklist.h"
-#include "gf2_private.h"
+#include "gf2_bridge.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -189,7 +189,7 @@ int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 		return ENOMEM;
 	}
 
-	fh->inflight += 1;
+	gf2_hold_io_begin(&fh->hold);
 	gf2_volume_io_begin(fh->vol);
 	io->in_flight = true;
 	clock_gettime_mono(&io->t0);
@@ -218,7 +218,8 @@ int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 		int err = errno != 0 ? errno : EIO;
 
 		io->in_flight = false;
-		fh->inflight -= 1;
+		/* its caller holds the handle: never the last */
+		(void)gf2_hold_io_end(&fh->hold);
 		if (fh->st != NULL) {
 			fh->st->inflight -= 1;
 		}
@@ -232,16 +233,16 @@ int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
  * Account for a finished call.  May close the file and release the
  * volume if their owners left while Gluster held the call.
  */
+static int gf2_fh_release(struct gf2_fh *fh);
+
 static void gf2_io_release(struct gf2_io *io)
 {
 	struct gf2_fh *fh = io->fh;
 	struct gf2_volume *vol = fh->vol;
 
 	io->in_flight = false;
-	SMB_ASSERT(fh->inflight > 0);
-	fh->inflight -= 1;
-	if (fh->closing && fh->inflight == 0) {
-		gf2_fh_close(fh);
+	if (gf2_hold_io_end(&fh->hold)) {
+		gf2_fh_release(fh);
 	}
 	gf2_volume_io_end(vol);
 }
@@ -257,17 +258,21 @@ struct gf2_rw_state {
 	struct timespec start;
 	struct vfs_aio_state aio_state;
 	ssize_t ret;
-	struct gf2_pf_file *wpf;	/* write: file whose prefetch waits */
+	void (*end_fn)(void *arg);	/* see gf2_pwrite_send */
+	void *end_arg;
 	struct gf2_stats *st;
 	enum gf2_io_op op;
 	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
 };
 
-static void gf2_rw_write_end(struct gf2_pf_file **ppf)
+/* Call a request's end hook, once. */
+static void gf2_rw_end(void (**pfn)(void *arg), void *arg)
 {
-	if (*ppf != NULL) {
-		gf2_pf_write_end(*ppf);
-		*ppf = NULL;
+	void (*fn)(void *arg) = *pfn;
+
+	if (fn != NULL) {
+		*pfn = NULL;
+		fn(arg);
 	}
 }
 
@@ -276,21 +281,22 @@ static int gf2_rw_state_destructor(struct gf2_rw_state *state)
 	struct gf2_io *io = state->io;
 
 	if (io == NULL) {
-		gf2_rw_write_end(&state->wpf);
+		gf2_rw_end(&state->end_fn, state->end_arg);
 		return 0;
 	}
 	state->io = NULL;
 	if (io->in_flight) {
 		/*
 		 * Orphan: gf2_rw_io_done frees it when Gluster answers, and
-		 * lets the file prefetch again then.
+		 * calls the end hook then.
 		 */
 		io->private_data = NULL;
-		io->wpf = state->wpf;
-		state->wpf = NULL;
+		io->end_fn = state->end_fn;
+		io->end_arg = state->end_arg;
+		state->end_fn = NULL;
 		return 0;
 	}
-	gf2_rw_write_end(&state->wpf);
+	gf2_rw_end(&state->end_fn, state->end_arg);
 	TALLOC_FREE(io);
 	return 0;
 }
@@ -304,7 +310,7 @@ static void gf2_rw_finish(struct tevent_req *req, int err)
 	clock_gettime_mono(&end);
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
-	gf2_rw_write_end(&state->wpf);
+	gf2_rw_end(&state->end_fn, state->end_arg);
 	if (err != 0) {
 		state->aio_state.error = err;
 		state->ret = -1;
@@ -372,7 +378,7 @@ static void gf2_rw_io_done(struct gf2_io *io)
 
 	if (req == NULL) {
 		/* The request went away while Gluster held the call. */
-		gf2_rw_write_end(&io->wpf);
+		gf2_rw_end(&io->end_fn, io->end_arg);
 		TALLOC_FREE(io);
 		return;
 	}
@@ -421,10 +427,11 @@ static void gf2_rw_io_done(struct gf2_io *io)
 static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 				      struct tevent_context *ev,
 				      struct gf2_fh *fh,
-				      struct gf2_pf_file *wpf,
 				      enum gf2_io_op op,
 				      uint8_t *rdata, const uint8_t *wdata,
-				      size_t n, off_t offset)
+				      size_t n, off_t offset,
+				      void (*end_fn)(void *arg),
+				      void *end_arg)
 {
 	struct tevent_req *req = NULL;
 	struct gf2_rw_state *state = NULL;
@@ -441,18 +448,15 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	state->offset = offset;
 	state->op = op;
 	state->st = fh != NULL ? fh->st : NULL;
+	state->end_fn = end_fn;
+	state->end_arg = end_arg;
 	talloc_set_destructor(state, gf2_rw_state_destructor);
-	if (wpf != NULL) {
-		/* Drop overlapping prefetched data before the write goes. */
-		gf2_pf_write_begin(wpf, offset, n);
-		state->wpf = wpf;
-	}
 
 	switch (op) {
 	case GF2_IO_READ:
 		/*
-		 * Counted once per SMB read by gf2_pf_read_send, which serves
-		 * it from prefetch or sends it here.
+		 * Counted once per SMB read by the caller, which may serve
+		 * it from memory instead.
 		 */
 		break;
 	case GF2_IO_WRITE:
@@ -533,8 +537,8 @@ struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
 				  struct gf2_fh *fh,
 				  void *data, size_t n, off_t offset)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, NULL, GF2_IO_READ, data, NULL, n,
-			   offset);
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
+			   offset, NULL, NULL);
 }
 
 ssize_t gf2_pread_recv(struct tevent_req *req,
@@ -546,11 +550,11 @@ ssize_t gf2_pread_recv(struct tevent_req *req,
 struct tevent_req *gf2_pwrite_send(TALLOC_CTX *mem_ctx,
 				   struct tevent_context *ev,
 				   struct gf2_fh *fh,
-				   struct gf2_pf_file *pf,
-				   const void *data, size_t n, off_t offset)
+				   const void *data, size_t n, off_t offset,
+				   void (*end_fn)(void *arg), void *end_arg)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, pf, GF2_IO_WRITE, NULL, data, n,
-			   offset);
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_WRITE, NULL, data, n,
+			   offset, end_fn, end_arg);
 }
 
 ssize_t gf2_pwrite_recv(struct tevent_req *req,
@@ -563,8 +567,8 @@ struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
 				  struct tevent_context *ev,
 				  struct gf2_fh *fh)
 {
-	return gf2_rw_send(mem_ctx, ev, fh, NULL, GF2_IO_FSYNC, NULL, NULL, 0,
-			   0);
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_FSYNC, NULL, NULL, 0,
+			   0, NULL, NULL);
 }
 
 int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)
@@ -574,6 +578,31 @@ int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)
 	return ret < 0 ? -1 : 0;
 }
 
+struct gf2_fh *gf2_fh_new(struct gf2_volume *vol, struct gf2_stats *st)
+{
+	struct gf2_fh *fh = talloc_zero(NULL, struct gf2_fh);
+
+	if (fh == NULL) {
+		return NULL;
+	}
+	fh->vol = vol;
+	fh->st = st;
+	gf2_hold_get(&fh->hold);
+	return fh;
+}
+
+static int gf2_fh_release(struct gf2_fh *fh)
+{
+	int ret = 0;
+
+	if (fh->fd != NULL) {
+		ret = glfs_close(fh->fd);
+		fh->fd = NULL;
+	}
+	TALLOC_FREE(fh);
+	return ret;
+}
+
 /*
  * Close a handle.  If Gluster still owns a call on it, the close is
  * deferred to that call's completion (gf2_io_release); the handle then
@@ -581,20 +610,8 @@ int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)
  */
 int gf2_fh_close(struct gf2_fh *fh)
 {
-	int ret = 0;
-
-	if (fh->inflight > 0) {
-		fh->closing = true;
+	if (!gf2_hold_put(&fh->hold)) {
 		return 0;
 	}
-	if (fh->pf != NULL) {
-		gf2_pf_file_put(fh->pf);
-		fh->pf = NULL;
-	}
-	if (fh->fd != NULL) {
-		ret = glfs_close(fh->fd);
-		fh->fd = NULL;
-	}
-	TALLOC_FREE(fh);
-	return ret;
+	return gf2_fh_release(fh);
 }

@@ -3,6 +3,7 @@
  */
 
 #include "gf2_options.h"
+#include "gf2_readahead.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -561,4 +562,143 @@ void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
 #undef GF2_IS
 		p = end != NULL ? end + 1 : NULL;
 	}
+}
+
+static const char *const gf2_coherence_names[] = { "age", "strict", NULL };
+
+#define GF2_OPT(field) offsetof(struct gf2_share_options, field)
+#define GF2_KiB 1024ULL
+#define GF2_MiB (1024ULL * 1024)
+#define GF2_GiB (1024ULL * 1024 * 1024)
+
+const struct gf2_opt_def gf2_share_opts[] = {
+	{ "loglevel", GF2_OPT_INT, GF2_OPT(loglevel), 7, 0, 9, NULL },
+	{ "prefetch", GF2_OPT_BOOL, GF2_OPT(prefetch), 1, 0, 1, NULL },
+	{ "prefetch initial window", GF2_OPT_SIZE, GF2_OPT(pf_init_window),
+	  256 * GF2_KiB, 4 * GF2_KiB, 256 * GF2_MiB, NULL },
+	{ "prefetch max window", GF2_OPT_SIZE, GF2_OPT(pf_max_window),
+	  8 * GF2_MiB, 64 * GF2_KiB, 256 * GF2_MiB, NULL },
+	{ "prefetch streams", GF2_OPT_INT, GF2_OPT(pf_streams),
+	  4, 1, GF2_RA_MAX_STREAMS, NULL },
+	{ "prefetch max memory", GF2_OPT_SIZE, GF2_OPT(pf_max_memory),
+	  64 * GF2_MiB, 1 * GF2_MiB, 16 * GF2_GiB, NULL },
+	{ "prefetch max age", GF2_OPT_INT, GF2_OPT(pf_max_age_ms),
+	  250, 1, 3600 * 1000, NULL },
+	{ "prefetch coherence", GF2_OPT_ENUM, GF2_OPT(pf_coherence),
+	  GF2_COHERENCE_AGE, 0, 1, gf2_coherence_names },
+	{ "posix lock cache", GF2_OPT_INT, GF2_OPT(lock_cache_ms),
+	  250, 0, 60000, NULL },
+	{ "client io-threads", GF2_OPT_BOOL, GF2_OPT(client_io_threads),
+	  0, 0, 1, NULL },
+};
+
+const size_t gf2_share_nopts = sizeof(gf2_share_opts) /
+			       sizeof(gf2_share_opts[0]);
+
+static void gf2_opt_store(struct gf2_share_options *o,
+			  const struct gf2_opt_def *d, uint64_t v)
+{
+	char *p = (char *)o + d->offset;
+
+	switch (d->kind) {
+	case GF2_OPT_BOOL:
+		*(bool *)p = v != 0;
+		break;
+	case GF2_OPT_SIZE:
+		*(uint64_t *)p = v;
+		break;
+	case GF2_OPT_INT:
+	case GF2_OPT_ENUM:
+		*(int64_t *)p = (int64_t)v;
+		break;
+	}
+}
+
+void gf2_share_options_default(struct gf2_share_options *o)
+{
+	size_t i;
+
+	memset(o, 0, sizeof(*o));
+	for (i = 0; i < gf2_share_nopts; i++) {
+		gf2_opt_store(o, &gf2_share_opts[i], gf2_share_opts[i].def);
+	}
+}
+
+int gf2_share_option_set(struct gf2_share_options *o,
+			 const struct gf2_opt_def *d, const char *value,
+			 char *errbuf, size_t errlen)
+{
+	uint64_t u = 0;
+	int64_t i = 0;
+	bool b = false;
+	size_t c;
+
+	switch (d->kind) {
+	case GF2_OPT_BOOL:
+		if (gf2_parse_bool(value, &b, errbuf, errlen) != 0) {
+			return -1;
+		}
+		u = b ? 1 : 0;
+		break;
+	case GF2_OPT_SIZE:
+		if (gf2_parse_size(value, d->min, d->max, &u, errbuf,
+				   errlen) != 0) {
+			return -1;
+		}
+		break;
+	case GF2_OPT_INT:
+		if (gf2_parse_int(value, (int64_t)d->min, (int64_t)d->max, &i,
+				  errbuf, errlen) != 0) {
+			return -1;
+		}
+		u = (uint64_t)i;
+		break;
+	case GF2_OPT_ENUM:
+		for (c = 0; d->choices[c] != NULL; c++) {
+			if (value != NULL &&
+			    strcasecmp(value, d->choices[c]) == 0) {
+				break;
+			}
+		}
+		if (d->choices[c] == NULL) {
+			gf2_err(errbuf, errlen, "unknown value (%s%s%s)",
+				d->choices[0], d->choices[1] ? " or " : "",
+				d->choices[1] ? d->choices[1] : "");
+			return -1;
+		}
+		u = c;
+		break;
+	}
+	gf2_opt_store(o, d, u);
+	return 0;
+}
+
+void gf2_opt_format_default(const struct gf2_opt_def *d, char *buf,
+			    size_t buflen)
+{
+	switch (d->kind) {
+	case GF2_OPT_BOOL:
+		snprintf(buf, buflen, "%s", d->def ? "yes" : "no");
+		break;
+	case GF2_OPT_ENUM:
+		snprintf(buf, buflen, "%s", d->choices[d->def]);
+		break;
+	case GF2_OPT_SIZE:
+	case GF2_OPT_INT:
+		snprintf(buf, buflen, "%" PRIu64, d->def);
+		break;
+	}
+}
+
+int gf2_share_options_check(struct gf2_share_options *o, char *errbuf,
+			    size_t errlen)
+{
+	if (o->pf_init_window > o->pf_max_window) {
+		gf2_err(errbuf, errlen, "glusterfs2:prefetch initial window "
+			"is larger than glusterfs2:prefetch max window; "
+			"using the max window for both");
+		o->pf_init_window = o->pf_max_window;
+		return -1;
+	}
+	return 0;
 }

@@ -42,7 +42,7 @@
 #include "smbprofile.h"
 #include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
-#include "gf2_private.h"
+#include "gf2_prefetch.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -617,7 +617,6 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		return req;
 	}
 
-	gf2_upcall_drain();
 	gf2_pf_expire(cfg);
 	avail = gf2_pf_cap > gf2_pf_stats.used ?
 		gf2_pf_cap - gf2_pf_stats.used : 0;

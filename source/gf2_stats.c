@@ -24,7 +24,7 @@
 #include "smbd/smbd.h"
 #include "lib/util/dlinklist.h"
 #include "lib/util/sys_rw_data.h"
-#include "gf2_private.h"
+#include "gf2_stats.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS

@@ -1,20 +1,19 @@
 /*
- * glusterfs2: Gluster upcall (cache invalidation) events for prefetch
- * and for the metadata kept after listings (gf2_xlist.c).
+ * glusterfs2: Gluster upcall (cache invalidation) events.
  *
  * With features.cache-invalidation on, the bricks tell every client that
  * recently looked at an inode when another client changes it.  gfapi
  * delivers those events by calling gf2_upcall_cbk on one of its own
- * threads.  That thread must not touch smbd's data (talloc, the prefetch
- * lists), so it only records the inode number in a small queue under a
- * mutex.  smbd's main thread drains the queue (gf2_upcall_drain) before
- * it serves any read from prefetched data, and drops what it holds of
- * those files: a read that starts after the event was delivered never
- * sees prefetched data older than the change.
+ * threads.  That thread must not touch smbd's data (talloc, the caches),
+ * so it only records the inode number in a small queue under a mutex.
+ * smbd's main thread takes the queue (gf2_upcall_take, through
+ * gf2_cache_sync) before it answers anything from a cache, and the caches
+ * drop what they hold of those files: a call that starts after the event
+ * was delivered never sees kept data older than the change.
  *
- * The queue is per process and bounded (GF2_UP_QUEUE inodes).  When it
- * overflows, or an event names no inode, the next drain drops everything
- * prefetched in the process: always safe, just slower.
+ * The queue is per process and bounded (GF2_UPCALL_QUEUE inodes).  When it
+ * overflows, or an event names no inode, the caches drop everything
+ * they hold in the process: always safe, just slower.
  *
  * Files are matched by inode number: gfapi reports st_ino as the low 64
  * bits of the GFID, as does gfid_to_ino() in Gluster, and smbd's file_id
@@ -22,7 +21,7 @@
  */
 
 #include "includes.h"
-#include "gf2_private.h"
+#include "gf2_bridge.h"
 
 #include <glusterfs/api/glfs-handles.h>
 #include <pthread.h>
@@ -30,10 +29,8 @@
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
-#define GF2_UP_QUEUE 256
-
 static pthread_mutex_t gf2_up_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t gf2_up_ino[GF2_UP_QUEUE];
+static uint64_t gf2_up_ino[GF2_UPCALL_QUEUE];
 static unsigned gf2_up_n;
 static bool gf2_up_overflow;
 /* Non-zero while the queue holds something: the drain's fast path. */
@@ -76,7 +73,7 @@ static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 	glfs_free(up);
 
 	pthread_mutex_lock(&gf2_up_lock);
-	if (!known || gf2_up_n == GF2_UP_QUEUE) {
+	if (!known || gf2_up_n == GF2_UPCALL_QUEUE) {
 		gf2_up_overflow = true;
 	} else {
 		gf2_up_ino[gf2_up_n++] = ino;
@@ -85,37 +82,23 @@ static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 	pthread_mutex_unlock(&gf2_up_lock);
 }
 
-void gf2_upcall_drain(void)
+unsigned gf2_upcall_take(uint64_t inos[GF2_UPCALL_QUEUE], bool *all)
 {
-	uint64_t inos[GF2_UP_QUEUE];
 	unsigned n;
-	bool all;
-	unsigned i;
 
+	*all = false;
 	if (__atomic_load_n(&gf2_up_pending, __ATOMIC_ACQUIRE) == 0) {
-		return;
+		return 0;
 	}
 	pthread_mutex_lock(&gf2_up_lock);
 	n = gf2_up_n;
 	memcpy(inos, gf2_up_ino, n * sizeof(inos[0]));
-	all = gf2_up_overflow;
+	*all = gf2_up_overflow;
 	gf2_up_n = 0;
 	gf2_up_overflow = false;
 	__atomic_store_n(&gf2_up_pending, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&gf2_up_lock);
-
-	gf2_pf_stats.upcalls += n + (all ? 1 : 0);
-	if (all) {
-		DBG_INFO("upcall queue overflow: dropping all prefetched "
-			 "data\n");
-		gf2_pf_invalidate_inode(0, true);
-		gf2_meta_invalidate_inode(0, true);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		gf2_pf_invalidate_inode(inos[i], false);
-		gf2_meta_invalidate_inode(inos[i], false);
-	}
+	return n;
 }
 
 bool gf2_upcall_register(struct gf2_volume *vol)

@@ -19,7 +19,7 @@
 
 #include "includes.h"
 #include "lib/util/dlinklist.h"
-#include "gf2_private.h"
+#include "gf2_bridge.h"
 
 #include <pthread.h>
 
@@ -109,22 +109,19 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 }
 
 /*
- * Warn, once per volume instance, when the volume lacks the options that
- * make an SMB share fast and coherent (Gluster's "samba" option group):
- * md-cache held coherent by upcalls (cache-invalidation) and the
- * negative-lookup cache.  Read from the client volfile gfapi received.
+ * Read from the client volfile gfapi received what Gluster's "samba"
+ * option group turns on (md-cache held coherent by upcalls, the
+ * negative-lookup cache, md-cache's timeout), for the caches above to
+ * decide on, and warn once per volume instance when it is missing.
  */
 static void gf2_volume_check_options(struct gf2_volume *vol)
 {
 	char *buf = NULL;
 	ssize_t len = 0;
-	bool md_inval = false;
-	bool nl_cache = false;
-	unsigned md_timeout = 1;
 
+	vol->md_timeout = 1;
 	len = glfs_get_volfile(vol->fs, NULL, 0);
 	if (len >= 0) {
-		gf2_meta_set_ttl_ms(GF2_META_TTL_MS);
 		return;		/* no volfile to look at */
 	}
 	buf = talloc_zero_size(NULL, -len + 1);
@@ -136,32 +133,21 @@ static void gf2_volume_check_options(struct gf2_volume *vol)
 		TALLOC_FREE(buf);
 		return;
 	}
-	gf2_volfile_samba_options(buf, &md_inval, &nl_cache, &md_timeout);
+	gf2_volfile_samba_options(buf, &vol->md_invalidation, &vol->nl_cache,
+				  &vol->md_timeout);
 	TALLOC_FREE(buf);
-	/*
-	 * With upcalls Gluster announces every change another client makes
-	 * to what this client has looked at, and the upcall drops what is
-	 * kept of it: kept metadata may then live as long as md-cache keeps
-	 * its own (at most a minute, in case an announcement is lost).
-	 * Without them, 1 s, md-cache's default.
-	 */
-	if (md_inval && vol->upcalls) {
-		gf2_meta_set_ttl_ms(MAX(GF2_META_TTL_MS,
-					MIN((uint64_t)md_timeout * 1000,
-					    GF2_META_TTL_UPCALL_MAX_MS)));
-	} else {
-		gf2_meta_set_ttl_ms(GF2_META_TTL_MS);
-	}
-	if (!md_inval || !nl_cache) {
+	if (!vol->md_invalidation || !vol->nl_cache) {
 		DBG_WARNING("volume %s lacks Gluster's 'samba' option group "
 			    "(%s%s%s): listings and small files are slower, "
 			    "and prefetched data follows other clients only "
 			    "within glusterfs2:prefetch max age; to fix: "
 			    "gluster volume set %s group samba\n",
 			    vol->volname,
-			    md_inval ? "" : "no md-cache cache-invalidation",
-			    (!md_inval && !nl_cache) ? ", " : "",
-			    nl_cache ? "" : "no nl-cache", vol->volname);
+			    vol->md_invalidation ?
+			    "" : "no md-cache cache-invalidation",
+			    (!vol->md_invalidation && !vol->nl_cache) ?
+			    ", " : "",
+			    vol->nl_cache ? "" : "no nl-cache", vol->volname);
 	}
 }
 
@@ -186,7 +172,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 
 	for (vol = gf2_volumes; vol != NULL; vol = vol->next) {
 		if (strcmp(vol->key, key) == 0) {
-			vol->tcons += 1;
+			gf2_hold_get(&vol->hold);
 			TALLOC_FREE(key);
 			return vol;
 		}
@@ -310,7 +296,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 
 	vol->upcalls = gf2_upcall_register(vol);
 	gf2_volume_check_options(vol);
-	vol->tcons = 1;
+	gf2_hold_get(&vol->hold);
 	DLIST_ADD(gf2_volumes, vol);
 	DBG_NOTICE("volume %s connected through %s\n", p->volname, servers);
 	return vol;
@@ -328,17 +314,14 @@ fail:
 
 void gf2_volume_put(struct gf2_volume *vol)
 {
-	SMB_ASSERT(vol->tcons > 0);
-	vol->tcons -= 1;
-	if (vol->tcons > 0) {
+	if (gf2_hold_put(&vol->hold)) {
+		gf2_volume_destroy(vol);
 		return;
 	}
-	if (vol->inflight > 0) {
+	if (gf2_hold_deferred(&vol->hold)) {
 		DBG_NOTICE("volume %s: %u calls in flight, release deferred\n",
-			   vol->volname, vol->inflight);
-		return;
+			   vol->volname, vol->hold.inflight);
 	}
-	gf2_volume_destroy(vol);
 }
 
 /*
@@ -356,10 +339,10 @@ void gf2_volume_loop_gone(void)
 
 	for (vol = gf2_volumes; vol != NULL; vol = next) {
 		next = vol->next;
-		if (vol->tcons == 0) {
+		if (vol->hold.users == 0) {
 			DBG_NOTICE("volume %s: %u calls in flight at exit, "
-				   "releasing\n", vol->volname, vol->inflight);
-			vol->inflight = 0;
+				   "releasing\n", vol->volname,
+				   vol->hold.inflight);
 			gf2_volume_destroy(vol);
 		}
 	}
@@ -367,14 +350,12 @@ void gf2_volume_loop_gone(void)
 
 void gf2_volume_io_begin(struct gf2_volume *vol)
 {
-	vol->inflight += 1;
+	gf2_hold_io_begin(&vol->hold);
 }
 
 void gf2_volume_io_end(struct gf2_volume *vol)
 {
-	SMB_ASSERT(vol->inflight > 0);
-	vol->inflight -= 1;
-	if (vol->inflight == 0 && vol->tcons == 0) {
+	if (gf2_hold_io_end(&vol->hold)) {
 		gf2_volume_destroy(vol);
 	}
 }

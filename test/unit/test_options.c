@@ -281,6 +281,109 @@ static void test_volfile_samba_options(void **state)
 	assert_int_equal(timeout, 1);
 }
 
+static const struct gf2_opt_def *opt_named(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < gf2_share_nopts; i++) {
+		if (strcmp(gf2_share_opts[i].name, name) == 0) {
+			return &gf2_share_opts[i];
+		}
+	}
+	fail_msg("no option %s", name);
+	return NULL;
+}
+
+static void test_share_option_defaults(void **state)
+{
+	struct gf2_share_options o;
+	char buf[64];
+
+	gf2_share_options_default(&o);
+	assert_int_equal(o.loglevel, 7);
+	assert_true(o.prefetch);
+	assert_int_equal(o.pf_init_window, 256 * 1024);
+	assert_int_equal(o.pf_max_window, 8 * 1024 * 1024);
+	assert_int_equal(o.pf_streams, 4);
+	assert_int_equal(o.pf_max_memory, 64 * 1024 * 1024);
+	assert_int_equal(o.pf_max_age_ms, 250);
+	assert_int_equal(o.pf_coherence, GF2_COHERENCE_AGE);
+	assert_int_equal(o.lock_cache_ms, 250);
+	assert_false(o.client_io_threads);
+
+	gf2_opt_format_default(opt_named("prefetch coherence"), buf,
+			       sizeof(buf));
+	assert_string_equal(buf, "age");
+	gf2_opt_format_default(opt_named("client io-threads"), buf,
+			       sizeof(buf));
+	assert_string_equal(buf, "no");
+	gf2_opt_format_default(opt_named("prefetch max memory"), buf,
+			       sizeof(buf));
+	assert_string_equal(buf, "67108864");
+}
+
+static void test_share_option_set(void **state)
+{
+	struct gf2_share_options o;
+	char err[GF2_ERRLEN];
+
+	gf2_share_options_default(&o);
+	assert_int_equal(gf2_share_option_set(&o, opt_named("prefetch"), "no",
+					      err, sizeof(err)), 0);
+	assert_false(o.prefetch);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("prefetch max window"), "16M", err,
+		sizeof(err)), 0);
+	assert_int_equal(o.pf_max_window, 16 * 1024 * 1024);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("prefetch coherence"), "STRICT", err,
+		sizeof(err)), 0);
+	assert_int_equal(o.pf_coherence, GF2_COHERENCE_STRICT);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("posix lock cache"), "0", err, sizeof(err)), 0);
+	assert_int_equal(o.lock_cache_ms, 0);
+}
+
+static void test_share_option_bad_keeps_default(void **state)
+{
+	struct gf2_share_options o;
+	char err[GF2_ERRLEN];
+
+	gf2_share_options_default(&o);
+	assert_int_equal(gf2_share_option_set(&o, opt_named("loglevel"), "10",
+					      err, sizeof(err)), -1);
+	assert_int_equal(o.loglevel, 7);
+	assert_non_null(strstr(err, "10"));
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("prefetch max memory"), "512K", err,
+		sizeof(err)), -1);
+	assert_int_equal(o.pf_max_memory, 64 * 1024 * 1024);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("prefetch coherence"), "lazy", err,
+		sizeof(err)), -1);
+	assert_int_equal(o.pf_coherence, GF2_COHERENCE_AGE);
+	assert_non_null(strstr(err, "age or strict"));
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("prefetch streams"), "9", err, sizeof(err)), -1);
+	assert_int_equal(o.pf_streams, 4);
+	assert_int_equal(gf2_share_option_set(&o, opt_named("prefetch"),
+					      "maybe", err, sizeof(err)), -1);
+	assert_true(o.prefetch);
+}
+
+static void test_share_options_check(void **state)
+{
+	struct gf2_share_options o;
+	char err[GF2_ERRLEN];
+
+	gf2_share_options_default(&o);
+	assert_int_equal(gf2_share_options_check(&o, err, sizeof(err)), 0);
+	o.pf_init_window = 4 * 1024 * 1024;
+	o.pf_max_window = 1024 * 1024;
+	assert_int_equal(gf2_share_options_check(&o, err, sizeof(err)), -1);
+	assert_int_equal(o.pf_init_window, 1024 * 1024);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +396,10 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_ints_and_bools),
 		cmocka_unit_test(test_volfile_samba_options),
+		cmocka_unit_test(test_share_option_defaults),
+		cmocka_unit_test(test_share_option_set),
+		cmocka_unit_test(test_share_option_bad_keeps_default),
+		cmocka_unit_test(test_share_options_check),
 	};
 
 	cmocka_set_message_output(CM_OUTPUT_STDOUT);

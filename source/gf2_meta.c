@@ -1,35 +1,50 @@
 /*
- * glusterfs2: extended attribute name lists fetched in parallel during
- * directory listings.
+ * glusterfs2: the metadata cache.
  *
- * For every entry of a listing smbd asks for the entry's EA size, which
- * costs a listxattr: one Gluster round trip per entry, one after the
- * other, the largest cost of a listing once md-cache answers the stat and
- * the samba xattrs from readdirplus.  When smbd asks for the list of an
- * entry of a directory this process is listing, glusterfs2 fetches the
- * lists of that entry and of the entries it has read ahead of smbd in
- * that directory (gf2_readdir reads in batches) at once, with up to
- * GF2_XL_THREADS threads of gfapi calls, each running as the SMB user
- * (glfs_setfsuid/gid/groups with the main thread's effective identity),
- * and keeps the answers for the entries smbd asks about next.
+ * What is kept, per smbd process, so that the calls smbd makes for every
+ * entry right after a listing (and at every open and create) need no
+ * Gluster round trip:
+ *   - the stat of each listed entry, from readdirplus;
+ *   - the values of the xattrs smbd reads everywhere (gf2_meta_kept_name)
+ *     fetched with a listing's batch, and what this process's own
+ *     getxattr, setxattr and removexattr calls answered or made;
+ *   - extended attribute name lists, fetched in parallel during
+ *     listings (below).
+ * Stats and values live in the pure cache of gf2_mdcache.c (keyed by
+ * volume and path); the lists in a bounded list of their own.
  *
- * Coherence: a kept list is served for at most GF2_META_TTL_MS (md-cache's
- * default timeout); any extended attribute change, rename or unlink made
- * through this process drops every kept list.  So a client sees another
- * client's new or removed xattr in a listing's EA size at most that late,
- * as with md-cache.  Memory: at most GF2_XL_MAX lists of at most
- * GF2_XL_LIST_MAX bytes, freed when expired (or, the table full, oldest
- * first).
+ * Coherence, the rules every caller follows:
+ *   - every change made through this process drops what is kept of the
+ *     changed path and of its parent directory's stat (renames and
+ *     removals: of everything below it too, and every kept list) before
+ *     the change is sent; a change of data or times drops the file's
+ *     stat and keeps its xattrs;
+ *   - a Gluster upcall drops the changed inode and every kept list
+ *     (gf2_cache_sync);
+ *   - anything else is served for at most the process's TTL after it
+ *     was fetched: GF2_META_TTL_MS (md-cache's default timeout), or on
+ *     volumes whose changes Gluster announces md-cache's own timeout, at
+ *     most GF2_META_TTL_UPCALL_MAX_MS (gf2_meta_volume_ttl).
  *
- * Everything here runs in smbd's main thread except the workers, which
- * touch only their job (path in, buffer and result out).
+ * Lists.  For every entry of a listing smbd asks for the entry's EA
+ * size, which costs a listxattr: one Gluster round trip per entry, one
+ * after the other.  When smbd asks for the list of an entry of a
+ * directory this process is listing, the lists of that entry and of the
+ * entries read ahead of smbd in that directory are fetched at once
+ * (gf2_meta_fetch_lists), with up to GF2_XL_THREADS threads of gfapi
+ * calls, each running as the SMB user (glfs_setfsuid/gid/groups with the
+ * main thread's effective identity).  Memory: at most GF2_XL_MAX lists
+ * of at most GF2_XL_LIST_MAX bytes, freed when expired (or, the table
+ * full, oldest first); at most GF2_MD_ENTRIES paths of stats and values.
+ *
+ * Everything here runs in smbd's main thread except the list workers,
+ * which touch only their job (path in, buffer and result out).
  */
 
 #include "includes.h"
 #include "smbd/smbd.h"
 #include "lib/util/dlinklist.h"
-#include "gf2_private.h"
-#include "gf2_mdcache.h"
+#include "gf2_meta.h"
 
 #include <pthread.h>
 
@@ -54,24 +69,20 @@ struct gf2_xl_entry {
 static struct gf2_xl_entry *gf2_xl_cache;
 static unsigned gf2_xl_count;
 
-/*
- * The metadata cache of the process (stats from readdirplus, the values
- * fetched with the lists): see gf2_mdcache.h and README "Metadata".
- * Same age bound as the lists; at most GF2_MD_ENTRIES paths.
- */
+/* The stats and values of the process: same age bound as the lists. */
 #define GF2_MD_ENTRIES 4096
 
 static struct gf2_md_cache *gf2_md;
 
 /*
  * How long kept lists and values are served: GF2_META_TTL_MS, or longer
- * on volumes whose changes Gluster announces (gf2_meta_set_ttl_ms).  Per
+ * on volumes whose changes Gluster announces (gf2_meta_volume_ttl).  Per
  * process: the shortest any tree connect asked for.
  */
 static uint64_t gf2_meta_ttl = GF2_META_TTL_MS;
 static bool gf2_meta_ttl_set;
 
-void gf2_meta_set_ttl_ms(uint64_t ms)
+static void gf2_meta_set_ttl_ms(uint64_t ms)
 {
 	if (!gf2_meta_ttl_set || ms < gf2_meta_ttl) {
 		gf2_meta_ttl = ms;
@@ -79,6 +90,24 @@ void gf2_meta_set_ttl_ms(uint64_t ms)
 	}
 	if (gf2_md != NULL) {
 		gf2_md_set_max_age(gf2_md, gf2_meta_ttl * 1000000ULL);
+	}
+}
+
+/*
+ * With upcalls Gluster announces every change another client makes to
+ * what this client has looked at, and the upcall drops what is kept of
+ * it: kept metadata may then live as long as md-cache keeps its own (at
+ * most GF2_META_TTL_UPCALL_MAX_MS, in case an announcement is lost).
+ * Without them, GF2_META_TTL_MS, md-cache's default.
+ */
+void gf2_meta_volume_ttl(const struct gf2_volume *vol)
+{
+	if (vol->md_invalidation && vol->upcalls) {
+		gf2_meta_set_ttl_ms(MAX(GF2_META_TTL_MS,
+					MIN((uint64_t)vol->md_timeout * 1000,
+					    GF2_META_TTL_UPCALL_MAX_MS)));
+	} else {
+		gf2_meta_set_ttl_ms(GF2_META_TTL_MS);
 	}
 }
 
@@ -91,18 +120,17 @@ struct gf2_md_cache *gf2_meta_cache(void)
 	return gf2_md;
 }
 
-
 /* An upcall: Gluster says ino changed (all: some inode, unknown). */
 void gf2_meta_invalidate_inode(uint64_t ino, bool all)
 {
 	if (all) {
 		gf2_md_clear(gf2_md);
-		gf2_xlist_invalidate_all();
+		gf2_meta_drop_lists();
 		return;
 	}
 	gf2_md_drop_ino(gf2_md, ino);
 	/* lists are kept by path: any announced change may touch them */
-	gf2_xlist_invalidate_all();
+	gf2_meta_drop_lists();
 }
 
 static void gf2_xl_drop(struct gf2_xl_entry *e)
@@ -112,7 +140,7 @@ static void gf2_xl_drop(struct gf2_xl_entry *e)
 	TALLOC_FREE(e);
 }
 
-void gf2_xlist_invalidate_all(void)
+void gf2_meta_drop_lists(void)
 {
 	while (gf2_xl_cache != NULL) {
 		gf2_xl_drop(gf2_xl_cache);
@@ -139,7 +167,7 @@ static void gf2_xl_expire(void)
  * The kept list of path: returns true and sets *ret (as listxattr would:
  * the length, or -1 with errno ERANGE) if there is one.
  */
-bool gf2_xlist_lookup(const char *path, bool nofollow, char *list,
+bool gf2_meta_get_list(const char *path, bool nofollow, char *list,
 		      size_t size, ssize_t *ret)
 {
 	struct gf2_xl_entry *e = NULL;
@@ -291,7 +319,7 @@ static void *gf2_xl_worker(void *arg)
 	return NULL;
 }
 
-void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
+void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		     const bool *values, size_t n, bool nofollow)
 {
 	TALLOC_CTX *frame = talloc_stackframe();
@@ -399,4 +427,167 @@ void gf2_xlist_fetch(glfs_t *fs, const char *const *paths,
 	}
 out:
 	TALLOC_FREE(frame);
+}
+
+/* Kept stats and values: the rules of the comment at the top. */
+
+void gf2_meta_changed(glfs_t *fs, const char *path)
+{
+	if (path != NULL) {
+		gf2_md_changed(gf2_meta_cache(), fs, path);
+	}
+}
+
+void gf2_meta_changed_tree(glfs_t *fs, const char *path)
+{
+	gf2_meta_drop_lists();
+	if (path != NULL) {
+		gf2_md_changed_tree(gf2_meta_cache(), fs, path);
+	}
+}
+
+bool gf2_meta_any(void)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	return md != NULL && gf2_md_count(md) > 0;
+}
+
+/*
+ * A file's data or times changed: its kept stat goes, its xattrs stay.
+ * marker (may be NULL) is the handle's: the cache's count of kept stats
+ * when it last dropped; until a listing keeps a stat again, the
+ * handle's later writes need not name a path (gf2_meta_stat_drop_due).
+ */
+bool gf2_meta_stat_drop_due(const uint64_t *marker)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return false;
+	}
+	return marker == NULL || *marker != gf2_md_stat_puts(md);
+}
+
+void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	if (md == NULL || path == NULL) {
+		return;
+	}
+	gf2_md_changed_stat(md, fs, path);
+	if (marker != NULL) {
+		*marker = gf2_md_stat_puts(md);
+	}
+}
+
+bool gf2_meta_kept_name(const char *name)
+{
+	return strcmp(name, "user.DOSATTRIB") == 0 ||
+	       strcmp(name, "system.posix_acl_access") == 0 ||
+	       strcmp(name, "system.posix_acl_default") == 0 ||
+	       strcmp(name, "security.NTACL") == 0;
+}
+
+void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
+			 const char *name, const void *value, size_t size,
+			 ssize_t ret, int err, uint64_t at)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	/* paths are kept as followed: never a symlink's own xattrs */
+	if (md == NULL || path == NULL || !gf2_meta_kept_name(name) ||
+	    is_link) {
+		return;
+	}
+	if (ret >= 0 && size > 0) {
+		gf2_md_put_xattr(md, fs, path, name, value, ret, at);
+	} else if (ret == -1 && (err == ENODATA || err == ENOATTR)) {
+		gf2_md_put_xattr(md, fs, path, name, NULL, -1, at);
+	}
+}
+
+bool gf2_meta_get_xattr(glfs_t *fs, const char *path, const char *name,
+			void *value, size_t size, ssize_t *ret)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	bool found;
+	int err = 0;
+
+	if (md == NULL) {
+		return false;
+	}
+	found = gf2_md_get_xattr(md, fs, path, name, gf2_now_ns(), value,
+				 size, ret, &err);
+	if (found && *ret == -1) {
+		errno = err;
+	}
+	return found;
+}
+
+/*
+ * path was just created by this process (O_CREAT|O_EXCL, mkdir): it has
+ * no DOS attributes and no NT ACL yet, and no POSIX ACL either when its
+ * directory is known to have no default ACL (the only source of one).
+ */
+void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
+		      uint64_t at)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	const char *slash = strrchr(path, '/');
+	char *parent = NULL;
+	ssize_t ret = 0;
+	int err = 0;
+
+	if (md == NULL || slash == NULL) {
+		return;
+	}
+	gf2_md_put_xattr(md, fs, path, "user.DOSATTRIB", NULL, -1, at);
+	gf2_md_put_xattr(md, fs, path, "security.NTACL", NULL, -1, at);
+	parent = talloc_strndup(talloc_tos(), path,
+				slash == path ? 1 : (size_t)(slash - path));
+	if (parent == NULL) {
+		return;
+	}
+	if (gf2_md_get_xattr(md, fs, parent, "system.posix_acl_default",
+			     gf2_now_ns(), NULL, 0, &ret, &err) &&
+	    ret == -1 && err == ENODATA) {
+		gf2_md_put_xattr(md, fs, path, "system.posix_acl_access",
+				 NULL, -1, at);
+		if (is_dir) {
+			gf2_md_put_xattr(md, fs, path,
+					 "system.posix_acl_default", NULL, -1,
+					 at);
+		}
+	}
+	TALLOC_FREE(parent);
+}
+
+/* kept stats are never symlinks: lstat and stat agree */
+bool gf2_meta_get_stat(glfs_t *fs, const char *path, struct stat *st)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+
+	return md != NULL && gf2_md_get_stat(md, fs, path, gf2_now_ns(), st);
+}
+
+/* Keep the stat readdirplus gave for an entry (not "." or ".."). */
+void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
+			  const struct stat *st, uint64_t now)
+{
+	struct gf2_md_cache *md = gf2_meta_cache();
+	char path[PATH_MAX];
+	int n;
+
+	if (md == NULL || ISDOT(name) || ISDOTDOT(name) ||
+	    st->st_ino == 0 || st->st_mode == 0) {
+		return;
+	}
+	n = snprintf(path, sizeof(path), "%s/%s",
+		     strcmp(dir, "/") == 0 ? "" : dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		return;
+	}
+	gf2_md_put_stat(md, fs, path, st, now);
 }

@@ -1,0 +1,44 @@
+/*
+ * glusterfs2: per-share counters for admins (gf2_stats.c), read with
+ * tools/glusterfs2-stats.  Counted in smbd's main thread only.
+ */
+
+#ifndef GF2_STATS_H
+#define GF2_STATS_H
+
+#include <stdint.h>
+
+struct tevent_context;
+
+#define GF2_LAT_BUCKETS 12
+
+struct gf2_counters {
+	uint64_t reads;			/* read requests served */
+	uint64_t read_bytes;		/* bytes they returned */
+	uint64_t read_bytes_prefetch;	/* of which copied from prefetch */
+	uint64_t read_bytes_gluster;	/* of which read from Gluster */
+	uint64_t prefetch_bytes;	/* read ahead from Gluster */
+	uint64_t prefetch_unused;	/* read ahead, thrown away unread */
+	uint64_t writes;
+	uint64_t write_bytes;
+	uint64_t fsyncs;
+	uint64_t gluster_errors;	/* asynchronous calls that failed */
+	uint64_t gluster_calls;		/* asynchronous calls completed */
+	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
+};
+
+/* One per share and process; lives as long as the process. */
+struct gf2_stats {
+	struct gf2_stats *prev, *next;
+	char *share;
+	uint64_t inflight;		/* Gluster calls in flight now */
+	struct gf2_counters c;
+};
+
+struct gf2_stats *gf2_stats_get(const char *share);
+void gf2_stats_changed(struct gf2_stats *st);
+void gf2_stats_lat(struct gf2_stats *st, uint64_t usec);
+void gf2_stats_connect(struct tevent_context *ev);
+void gf2_stats_disconnect(void);
+
+#endif /* GF2_STATS_H */

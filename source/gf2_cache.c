@@ -1,0 +1,39 @@
+/*
+ * glusterfs2: the one entry point over both caches (see gf2_cache.h).
+ */
+
+#include "includes.h"
+#include "gf2_prefetch.h"
+#include "gf2_meta.h"
+#include "gf2_cache.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+void gf2_cache_invalidate_inode(uint64_t ino, bool all)
+{
+	gf2_pf_invalidate_inode(ino, all);
+	gf2_meta_invalidate_inode(ino, all);
+}
+
+void gf2_cache_sync(void)
+{
+	uint64_t inos[GF2_UPCALL_QUEUE];
+	bool all = false;
+	unsigned n;
+	unsigned i;
+
+	n = gf2_upcall_take(inos, &all);
+	if (n == 0 && !all) {
+		return;
+	}
+	gf2_pf_stats.upcalls += n + (all ? 1 : 0);
+	if (all) {
+		DBG_INFO("upcall queue overflow: dropping everything kept\n");
+		gf2_cache_invalidate_inode(0, true);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		gf2_cache_invalidate_inode(inos[i], false);
+	}
+}

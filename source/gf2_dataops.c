@@ -1,0 +1,341 @@
+/*
+ * glusterfs2: data operations: reads, writes, fsync, truncate, allocation
+ * and byte-range locks.
+ *
+ * Reads go through the data cache (gf2_prefetch.c), which serves them
+ * from prefetched data or sends them to Gluster.  Every change of a
+ * file's data is bracketed by gf2_change_begin/end: the overlapping
+ * prefetched data is dropped and prefetching paused until the change is
+ * on the bricks, and the file's kept stat is dropped.
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "smbprofile.h"
+#include "gf2_vfs.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+/* The handle holds a read-caching oplock or lease. */
+static bool gf2_read_caching(const struct files_struct *fsp)
+{
+	switch (fsp->oplock_type) {
+	case EXCLUSIVE_OPLOCK:
+	case BATCH_OPLOCK:
+	case LEVEL_II_OPLOCK:
+		return true;
+	case LEASE_OPLOCK:
+		return fsp->lease != NULL &&
+		       (fsp->lease->lease.lease_state & SMB2_LEASE_READ);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The prefetch state of the file behind fsp, shared by all its handles in
+ * this process; NULL when prefetch is off for the share.
+ */
+static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
+					 const struct files_struct *fsp,
+					 struct gf2_handle *h)
+{
+	if (h == NULL || h->fh->fd == NULL || !c->pf->enabled) {
+		return NULL;
+	}
+	if (h->pf == NULL) {
+		h->pf = gf2_pf_file_get(&fsp->file_id);
+	}
+	return h->pf;
+}
+
+/*
+ * [off, off + len) of fsp's data is about to change (len 0: from off to
+ * the end, and the size).  Returns the prefetch state to pass to
+ * gf2_change_end once the change is on the bricks (may be NULL).
+ */
+static struct gf2_pf_file *gf2_change_begin(struct vfs_handle_struct *handle,
+					    files_struct *fsp, uint64_t off,
+					    uint64_t len)
+{
+	struct gf2_pf_file *pf = gf2_handle_pf(gf2_conn_of(handle), fsp,
+					       gf2_handle_of(handle, fsp));
+
+	if (pf != NULL) {
+		gf2_pf_write_begin(pf, off, len);
+	}
+	gf2_meta_changed_stat_fsp(handle, fsp);
+	return pf;
+}
+
+static void gf2_change_end(void *arg)
+{
+	struct gf2_pf_file *pf = arg;
+
+	if (pf != NULL) {
+		gf2_pf_write_end(pf);
+	}
+}
+
+ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
+		  void *data, size_t n, off_t offset)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	ssize_t ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	START_PROFILE_BYTES(syscall_pread, n);
+	ret = glfs_pread(fd, data, n, offset, 0, NULL);
+	END_PROFILE_BYTES(syscall_pread);
+	return ret;
+}
+
+ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
+		   const void *data, size_t n, off_t offset)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
+	ssize_t ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	pf = gf2_change_begin(handle, fsp, offset, n);
+	START_PROFILE_BYTES(syscall_pwrite, n);
+	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
+	END_PROFILE_BYTES(syscall_pwrite);
+	gf2_change_end(pf);
+	return ret;
+}
+
+struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
+				     TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct files_struct *fsp,
+				     void *data, size_t n, off_t offset)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
+
+	if (pf != NULL && c->pf->strict && !gf2_read_caching(fsp)) {
+		/*
+		 * Strict mode without a read lease or oplock: nothing
+		 * prefetched may be served, and nothing is read ahead.
+		 */
+		gf2_pf_invalidate(pf, 0, 0);
+		pf = NULL;
+	}
+	if (pf != NULL) {
+		gf2_cache_sync();
+	}
+	return gf2_pf_read_send(mem_ctx, ev, h != NULL ? h->fh : NULL, pf,
+				c->pf, data, n, offset,
+				fsp->fsp_name->st.st_ex_size);
+}
+
+ssize_t gf2_pread_recv_fn(struct tevent_req *req,
+			  struct vfs_aio_state *aio_state)
+{
+	return gf2_pf_read_recv(req, aio_state);
+}
+
+struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
+				      TALLOC_CTX *mem_ctx,
+				      struct tevent_context *ev,
+				      struct files_struct *fsp,
+				      const void *data, size_t n,
+				      off_t offset)
+{
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	struct gf2_pf_file *pf = gf2_change_begin(handle, fsp, offset, n);
+
+	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
+			       offset, pf != NULL ? gf2_change_end : NULL, pf);
+}
+
+ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
+			   struct vfs_aio_state *aio_state)
+{
+	return gf2_pwrite_recv(req, aio_state);
+}
+
+struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
+				     TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct files_struct *fsp)
+{
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+
+	return gf2_fsync_send(mem_ctx, ev, h != NULL ? h->fh : NULL);
+}
+
+int gf2_fsync_recv_fn(struct tevent_req *req,
+		      struct vfs_aio_state *aio_state)
+{
+	return gf2_fsync_recv(req, aio_state);
+}
+
+off_t gf2_lseek(struct vfs_handle_struct *handle, files_struct *fsp,
+		off_t offset, int whence)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+
+	if (fd == NULL) {
+		return -1;
+	}
+	return glfs_lseek(fd, offset, whence);
+}
+
+int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
+		  off_t len)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
+	int ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	pf = gf2_change_begin(handle, fsp, 0, 0);
+	START_PROFILE(syscall_ftruncate);
+	ret = glfs_ftruncate(fd, len, NULL, NULL);
+	END_PROFILE(syscall_ftruncate);
+	gf2_change_end(pf);
+	return ret;
+}
+
+int gf2_fallocate(struct vfs_handle_struct *handle,
+		  struct files_struct *fsp, uint32_t mode,
+		  off_t offset, off_t len)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct gf2_pf_file *pf = NULL;
+	int keep_size = mode & VFS_FALLOCATE_FL_KEEP_SIZE;
+	int punch_hole = mode & VFS_FALLOCATE_FL_PUNCH_HOLE;
+	int ret;
+
+	if (fd == NULL) {
+		return -1;
+	}
+	mode &= ~(VFS_FALLOCATE_FL_KEEP_SIZE | VFS_FALLOCATE_FL_PUNCH_HOLE);
+	if (mode != 0) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	pf = gf2_change_begin(handle, fsp, 0, 0);
+	START_PROFILE(syscall_fallocate);
+	if (punch_hole) {
+		ret = glfs_discard(fd, offset, len);
+	} else {
+		ret = glfs_fallocate(fd, keep_size, offset, len);
+	}
+	END_PROFILE(syscall_fallocate);
+	gf2_change_end(pf);
+	return ret;
+}
+
+bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
+		     int op, off_t offset, off_t count, int type)
+{
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct flock fl = { 0 };
+	int ret;
+
+	if (fd == NULL) {
+		return false;
+	}
+	START_PROFILE(syscall_fcntl_lock);
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = offset;
+	fl.l_len = count;
+	fl.l_pid = 0;
+	ret = glfs_posix_lock(fd, op, &fl);
+	END_PROFILE(syscall_fcntl_lock);
+
+	if (op == F_GETLK) {
+		/* lock query: true if there is a conflicting lock */
+		if (ret == -1) {
+			return false;
+		}
+		if (fl.l_type != F_UNLCK && fl.l_pid != 0 &&
+		    fl.l_pid != getpid()) {
+			return true;
+		}
+		return false;
+	}
+	return ret != -1;
+}
+
+/*
+ * smbd asks whether another process holds a POSIX lock on the range of
+ * every read and write of a handle without a lease (strict locking =
+ * auto, posix locking = yes): on Gluster a synchronous round trip to the
+ * brick, on smbd's main loop, per request.  SMB clients' own locks are in
+ * smbd's lock database and checked before this; what this finds are
+ * locks of other Gluster clients (FUSE, NFS).  With a lock cache of N ms
+ * the module asks once for the whole file; when no other owner holds a
+ * lock anywhere in it, the answer "not locked" is given for N ms without
+ * asking again.  A lock another client takes meanwhile is seen at most N
+ * ms late; smbd's check-then-read already lets a lock taken between check
+ * and read pass.  0: every check asks Gluster (the stock behaviour).
+ */
+static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
+{
+	int ret;
+
+	START_PROFILE(syscall_fcntl_getlock);
+	ret = glfs_posix_lock(fd, F_GETLK, fl);
+	END_PROFILE(syscall_fcntl_getlock);
+	return ret != -1;
+}
+
+bool gf2_getlock(struct vfs_handle_struct *handle,
+			files_struct *fsp, off_t *poffset, off_t *pcount,
+			int *ptype, pid_t *ppid)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
+	struct flock fl = { 0 };
+	uint64_t now;
+
+	if (fd == NULL) {
+		return false;
+	}
+	if (c != NULL && c->lock_cache_ms > 0 && h != NULL) {
+		now = gf2_now_ms();
+		if (now < h->nolocks_until) {
+			*ptype = F_UNLCK;
+			return true;
+		}
+		/* any lock of another owner anywhere in the file? */
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = 0;
+		fl.l_len = 0;
+		if (gf2_getlock_probe(fd, &fl) && fl.l_type == F_UNLCK) {
+			h->nolocks_until = now + c->lock_cache_ms;
+			*ptype = F_UNLCK;
+			return true;
+		}
+		ZERO_STRUCT(fl);
+	}
+	fl.l_type = *ptype;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = *poffset;
+	fl.l_len = *pcount;
+	fl.l_pid = 0;
+	if (!gf2_getlock_probe(fd, &fl)) {
+		return false;
+	}
+	*ptype = fl.l_type;
+	*poffset = fl.l_start;
+	*pcount = fl.l_len;
+	*ppid = fl.l_pid;
+	return true;
+}

@@ -1,0 +1,522 @@
+/*
+ * glusterfs2: handles and paths.
+ *
+ * Paths.  Every Gluster call is made with an absolute path inside the
+ * volume (or with a glfs_fd): relative names from smbd are resolved
+ * against the working directory this module tracks for the tree connect
+ * (chdir_fn), never against the glfs instance's own cwd, which all tree
+ * connects of the process share.
+ *
+ * Handles.  Path-only handles (smbd's O_PATH "pathref" fsps) and
+ * directories open nothing on Gluster: a lookup checks that the object
+ * exists and has the right type, and operations on them go by path
+ * (struct gf2_target).  Only regular files opened for I/O get a glfs_fd.
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "smbprofile.h"
+#include "gf2_vfs.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+/* One fixed block size, so that stat results are stable between calls. */
+#define GF2_BLKSIZE 4096
+
+struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle)
+{
+	struct gf2_conn *c = NULL;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, c, struct gf2_conn,
+				smb_panic("glusterfs2: no connection data"));
+	return c;
+}
+
+struct gf2_handle *gf2_handle_of(struct vfs_handle_struct *handle,
+				 const struct files_struct *fsp)
+{
+	return (struct gf2_handle *)VFS_FETCH_FSP_EXTENSION(handle, fsp);
+}
+
+glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
+		     const struct files_struct *fsp)
+{
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+
+	if (h == NULL) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (h->fh->fd == NULL) {
+		errno = h->is_dir ? EISDIR : EBADF;
+		return NULL;
+	}
+	return h->fh->fd;
+}
+
+/*
+ * Join name to base and drop "." components and duplicate slashes.
+ * ".." is left for Gluster to resolve.
+ */
+static char *gf2_join(TALLOC_CTX *mem_ctx, const char *base, const char *name)
+{
+	char *out = NULL;
+	const char *p = NULL;
+	size_t len;
+
+	if (name != NULL && name[0] == '/') {
+		out = talloc_strdup(mem_ctx, "/");
+	} else {
+		out = talloc_strdup(mem_ctx, base != NULL ? base : "/");
+	}
+	if (out == NULL || name == NULL) {
+		return out;
+	}
+
+	p = name;
+	while (*p != '\0') {
+		const char *slash = strchr(p, '/');
+		size_t clen = slash != NULL ? (size_t)(slash - p) : strlen(p);
+
+		if (clen == 0 || (clen == 1 && p[0] == '.')) {
+			/* skip */
+		} else {
+			len = talloc_get_size(out) - 1;
+			if (len > 0 && out[len - 1] != '/') {
+				out = talloc_strdup_append_buffer(out, "/");
+			}
+			if (out == NULL) {
+				return NULL;
+			}
+			out = talloc_strndup_append_buffer(out, p, clen);
+			if (out == NULL) {
+				return NULL;
+			}
+		}
+		if (slash == NULL) {
+			break;
+		}
+		p = slash + 1;
+	}
+	return out;
+}
+
+char *gf2_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c, const char *name)
+{
+	char *path = gf2_join(mem_ctx, c->cwd, name);
+
+	if (path == NULL) {
+		errno = ENOMEM;
+	}
+	return path;
+}
+
+char *gf2_at_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
+		  const struct files_struct *dirfsp,
+		  const struct smb_filename *smb_fname)
+{
+	struct smb_filename *full = NULL;
+	char *path = NULL;
+
+	if (dirfsp == NULL || fsp_get_pathref_fd(dirfsp) == AT_FDCWD) {
+		return gf2_path(mem_ctx, c, smb_fname->base_name);
+	}
+	full = full_path_from_dirfsp_atname(talloc_tos(), dirfsp, smb_fname);
+	if (full == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	path = gf2_path(mem_ctx, c, full->base_name);
+	TALLOC_FREE(full);
+	return path;
+}
+
+char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
+		   const struct files_struct *fsp)
+{
+	return gf2_path(mem_ctx, c, fsp->fsp_name->base_name);
+}
+
+int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
+	       struct stat *st)
+{
+	gf2_cache_sync();
+	if (gf2_meta_get_stat(c->fs, path, st)) {
+		return 0;
+	}
+	if (nofollow) {
+		return glfs_lstat(c->fs, path, st);
+	}
+	return glfs_stat(c->fs, path, st);
+}
+
+void gf2_stat_ex(struct vfs_handle_struct *handle, struct stat_ex *dst,
+		 const struct stat *src)
+{
+	init_stat_ex_from_stat(dst, src,
+			       lp_fake_directory_create_times(
+				       SNUM(handle->conn)));
+	dst->st_ex_blksize = GF2_BLKSIZE;
+}
+
+int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
+		  const struct files_struct *fsp, bool need_path,
+		  struct gf2_target *t)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+
+	*t = (struct gf2_target) {
+		.fs = c->fs,
+		.fd = h != NULL ? h->fh->fd : NULL,
+		.nofollow = h != NULL && h->nofollow,
+		.is_link = S_ISLNK(fsp->fsp_name->st.st_ex_mode),
+	};
+	if (t->fd != NULL && !need_path) {
+		return 0;
+	}
+	t->path = gf2_fsp_path(mem_ctx, c, fsp);
+	if (t->path == NULL && t->fd == NULL) {
+		return -1;
+	}
+	return 0;
+}
+
+int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid)
+{
+	if (t->fd != NULL) {
+		return glfs_fchown(t->fd, uid, gid);
+	}
+	if (t->nofollow) {
+		return glfs_lchown(t->fs, t->path, uid, gid);
+	}
+	return glfs_chown(t->fs, t->path, uid, gid);
+}
+
+/* gfapi has no lchmod: a path-only handle's mode is its target's. */
+int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
+{
+	if (t->fd != NULL) {
+		return glfs_fchmod(t->fd, mode);
+	}
+	return glfs_chmod(t->fs, t->path, mode);
+}
+
+int gf2_t_utimens(const struct gf2_target *t, const struct timespec *ts)
+{
+	if (t->fd != NULL) {
+		return glfs_futimens(t->fd, ts);
+	}
+	if (t->nofollow) {
+		return glfs_lutimens(t->fs, t->path, ts);
+	}
+	return glfs_utimens(t->fs, t->path, ts);
+}
+
+ssize_t gf2_t_getxattr(const struct gf2_target *t, const char *name,
+		       void *value, size_t size)
+{
+	if (t->fd != NULL) {
+		return glfs_fgetxattr(t->fd, name, value, size);
+	}
+	if (t->nofollow) {
+		return glfs_lgetxattr(t->fs, t->path, name, value, size);
+	}
+	return glfs_getxattr(t->fs, t->path, name, value, size);
+}
+
+ssize_t gf2_t_listxattr(const struct gf2_target *t, char *list,
+			size_t size)
+{
+	if (t->fd != NULL) {
+		return glfs_flistxattr(t->fd, list, size);
+	}
+	if (t->nofollow) {
+		return glfs_llistxattr(t->fs, t->path, list, size);
+	}
+	return glfs_listxattr(t->fs, t->path, list, size);
+}
+
+int gf2_t_setxattr(const struct gf2_target *t, const char *name,
+		   const void *value, size_t size, int flags)
+{
+	if (t->fd != NULL) {
+		return glfs_fsetxattr(t->fd, name, value, size, flags);
+	}
+	if (t->nofollow) {
+		return glfs_lsetxattr(t->fs, t->path, name, value, size,
+				      flags);
+	}
+	return glfs_setxattr(t->fs, t->path, name, value, size, flags);
+}
+
+int gf2_t_removexattr(const struct gf2_target *t, const char *name)
+{
+	if (t->fd != NULL) {
+		return glfs_fremovexattr(t->fd, name);
+	}
+	if (t->nofollow) {
+		return glfs_lremovexattr(t->fs, t->path, name);
+	}
+	return glfs_removexattr(t->fs, t->path, name);
+}
+
+void gf2_meta_changed_fsp(struct gf2_conn *c,
+			  const struct files_struct *fsp)
+{
+	char *path = NULL;
+
+	if (!gf2_meta_any()) {
+		return;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	gf2_meta_changed(c->fs, path);
+	TALLOC_FREE(path);
+}
+
+/*
+ * fsp's data or times changed: its kept stat goes, its xattrs stay.  On
+ * the write path a handle names no path again until a listing keeps a
+ * stat again.
+ */
+void gf2_meta_changed_stat_fsp(struct vfs_handle_struct *handle,
+			       const struct files_struct *fsp)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	uint64_t *marker = h != NULL ? &h->md_stat_puts : NULL;
+	char *path = NULL;
+
+	if (!gf2_meta_stat_drop_due(marker)) {
+		return;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	gf2_meta_changed_stat(c->fs, path, marker);
+	TALLOC_FREE(path);
+}
+
+/* The fsp goes: close its Gluster handle (maybe deferred), drop pf. */
+static void gf2_handle_destroy(void *p_data)
+{
+	struct gf2_handle *h = (struct gf2_handle *)p_data;
+
+	if (h->pf != NULL) {
+		gf2_pf_file_put(h->pf);
+		h->pf = NULL;
+	}
+	if (h->fh != NULL) {
+		gf2_fh_close(h->fh);
+		h->fh = NULL;
+	}
+}
+
+int gf2_openat(struct vfs_handle_struct *handle,
+	       const struct files_struct *dirfsp,
+	       const struct smb_filename *smb_fname,
+	       files_struct *fsp, const struct vfs_open_how *how)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = NULL;
+	struct gf2_fh *fh = NULL;
+	int flags = how->flags;
+	bool nofollow = (flags & O_NOFOLLOW) != 0;
+	bool is_dir = false;
+	bool exists = false;
+	char *path = NULL;
+	struct stat st;
+	int ret;
+
+	if (how->resolve != 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+
+	path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
+	if (path == NULL) {
+		return -1;
+	}
+
+	START_PROFILE(syscall_openat);
+
+	fh = gf2_fh_new(c->vol, c->st);
+	if (fh == NULL) {
+		errno = ENOMEM;
+		goto fail;
+	}
+
+	/*
+	 * What is there?  A path-only handle needs nothing else; so do
+	 * directories.  Use smbd's stat if it has one.
+	 */
+	if (fsp->fsp_flags.is_pathref || (flags & O_CREAT) == 0) {
+		if (VALID_STAT(smb_fname->st) && !fsp->fsp_flags.is_pathref) {
+			st.st_mode = smb_fname->st.st_ex_mode;
+			ret = 0;
+		} else {
+			ret = gf2_lookup(c, path, nofollow, &st);
+		}
+		if (ret != 0) {
+			goto fail;
+		}
+		exists = true;
+		is_dir = S_ISDIR(st.st_mode);
+		if ((flags & O_DIRECTORY) && !is_dir) {
+			errno = ENOTDIR;
+			goto fail;
+		}
+	}
+
+	if (fsp->fsp_flags.is_pathref) {
+		goto done;
+	}
+
+	if (exists && S_ISLNK(st.st_mode)) {
+		/* O_NOFOLLOW on a symlink */
+		errno = ELOOP;
+		goto fail;
+	}
+
+	if (exists && is_dir) {
+		if ((flags & O_ACCMODE) != O_RDONLY) {
+			errno = EISDIR;
+			goto fail;
+		}
+		goto done;
+	}
+
+	if (flags & (O_CREAT | O_TRUNC)) {
+		gf2_meta_changed(c->fs, path);
+	}
+	if (flags & O_CREAT) {
+		uint64_t at = gf2_now_ns();
+
+		fh->fd = glfs_creat(c->fs, path, flags & ~O_NOFOLLOW,
+				    how->mode);
+		if (fh->fd != NULL && (flags & O_EXCL)) {
+			gf2_meta_created(c->fs, path, false, at);
+		}
+		if (fh->fd == NULL && errno == EISDIR &&
+		    (flags & O_EXCL) == 0 &&
+		    (flags & O_ACCMODE) == O_RDONLY) {
+			is_dir = true;
+			goto done;
+		}
+	} else {
+		fh->fd = glfs_open(c->fs, path, flags & ~O_NOFOLLOW);
+	}
+	if (fh->fd == NULL) {
+		goto fail;
+	}
+
+done:
+	h = VFS_ADD_FSP_EXTENSION(handle, fsp, struct gf2_handle,
+				  gf2_handle_destroy);
+	if (h == NULL) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	h->fh = fh;
+	h->is_dir = is_dir;
+	h->nofollow = nofollow;
+	fsp->fsp_flags.have_proc_fds = false;
+	END_PROFILE(syscall_openat);
+	TALLOC_FREE(path);
+	return GF2_FAKE_FD;
+
+fail:
+	{
+		int saved_errno = errno;
+
+		if (fh != NULL) {
+			gf2_fh_close(fh);
+		}
+		END_PROFILE(syscall_openat);
+		TALLOC_FREE(path);
+		errno = saved_errno;
+	}
+	return -1;
+}
+
+int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
+{
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	int ret;
+
+	if (h == NULL || h->fh == NULL) {
+		errno = EBADF;
+		return -1;
+	}
+	START_PROFILE(syscall_close);
+	ret = gf2_fh_close(h->fh);
+	h->fh = NULL;
+	VFS_REMOVE_FSP_EXTENSION(handle, fsp);
+	END_PROFILE(syscall_close);
+	return ret;
+}
+
+int gf2_chdir(struct vfs_handle_struct *handle,
+	      const struct smb_filename *smb_fname)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	char *path = gf2_path(c, c, smb_fname->base_name);
+	struct stat st;
+	int ret;
+
+	if (path == NULL) {
+		return -1;
+	}
+	START_PROFILE(syscall_chdir);
+	ret = glfs_stat(c->fs, path, &st);
+	END_PROFILE(syscall_chdir);
+	if (ret != 0) {
+		TALLOC_FREE(path);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		TALLOC_FREE(path);
+		errno = ENOTDIR;
+		return -1;
+	}
+	TALLOC_FREE(c->cwd);
+	c->cwd = path;
+	return 0;
+}
+
+struct smb_filename *gf2_getwd(struct vfs_handle_struct *handle,
+			       TALLOC_CTX *mem_ctx)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	return synthetic_smb_fname(mem_ctx, c->cwd, NULL, NULL, 0, 0);
+}
+
+struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
+				  TALLOC_CTX *ctx,
+				  const struct smb_filename *smb_fname)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct smb_filename *result = NULL;
+	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
+	char *resolved = NULL;
+	char *ret = NULL;
+
+	if (path == NULL) {
+		return NULL;
+	}
+	resolved = talloc_zero_size(talloc_tos(), PATH_MAX + 1);
+	if (resolved == NULL) {
+		TALLOC_FREE(path);
+		errno = ENOMEM;
+		return NULL;
+	}
+	START_PROFILE(syscall_realpath);
+	ret = glfs_realpath(c->fs, path, resolved);
+	END_PROFILE(syscall_realpath);
+	if (ret != NULL) {
+		result = synthetic_smb_fname(ctx, ret, NULL, NULL, 0, 0);
+	}
+	TALLOC_FREE(path);
+	TALLOC_FREE(resolved);
+	return result;
+}
