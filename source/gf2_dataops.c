@@ -239,7 +239,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 }
 
 bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
-		     int op, off_t offset, off_t count, int type)
+	      int op, off_t offset, off_t count, int type)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
 	struct flock fl = { 0 };
@@ -295,8 +295,8 @@ static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
 }
 
 bool gf2_getlock(struct vfs_handle_struct *handle,
-			files_struct *fsp, off_t *poffset, off_t *pcount,
-			int *ptype, pid_t *ppid)
+		 files_struct *fsp, off_t *poffset, off_t *pcount,
+		 int *ptype, pid_t *ppid)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);

@@ -140,7 +140,7 @@ static int gf2_stat_path(struct vfs_handle_struct *handle,
 }
 
 int gf2_stat(struct vfs_handle_struct *handle,
-		    struct smb_filename *smb_fname)
+	     struct smb_filename *smb_fname)
 {
 	int ret;
 
@@ -151,7 +151,7 @@ int gf2_stat(struct vfs_handle_struct *handle,
 }
 
 int gf2_lstat(struct vfs_handle_struct *handle,
-		     struct smb_filename *smb_fname)
+	      struct smb_filename *smb_fname)
 {
 	int ret;
 
@@ -162,7 +162,7 @@ int gf2_lstat(struct vfs_handle_struct *handle,
 }
 
 int gf2_fstat(struct vfs_handle_struct *handle,
-		     files_struct *fsp, SMB_STRUCT_STAT *sbuf)
+	      files_struct *fsp, SMB_STRUCT_STAT *sbuf)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
@@ -190,9 +190,9 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 }
 
 int gf2_fstatat(struct vfs_handle_struct *handle,
-		       const struct files_struct *dirfsp,
-		       const struct smb_filename *smb_fname,
-		       SMB_STRUCT_STAT *sbuf, int flags)
+		const struct files_struct *dirfsp,
+		const struct smb_filename *smb_fname,
+		SMB_STRUCT_STAT *sbuf, int flags)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
@@ -330,9 +330,9 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 }
 
 int gf2_symlinkat(struct vfs_handle_struct *handle,
-			 const struct smb_filename *link_contents,
-			 struct files_struct *dirfsp,
-			 const struct smb_filename *new_smb_fname)
+		  const struct smb_filename *link_contents,
+		  struct files_struct *dirfsp,
+		  const struct smb_filename *new_smb_fname)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, new_smb_fname);
@@ -350,9 +350,9 @@ int gf2_symlinkat(struct vfs_handle_struct *handle,
 }
 
 int gf2_readlinkat(struct vfs_handle_struct *handle,
-			  const struct files_struct *dirfsp,
-			  const struct smb_filename *smb_fname,
-			  char *buf, size_t bufsiz)
+		   const struct files_struct *dirfsp,
+		   const struct smb_filename *smb_fname,
+		   char *buf, size_t bufsiz)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
@@ -369,11 +369,11 @@ int gf2_readlinkat(struct vfs_handle_struct *handle,
 }
 
 int gf2_linkat(struct vfs_handle_struct *handle,
-		      struct files_struct *srcfsp,
-		      const struct smb_filename *old_smb_fname,
-		      struct files_struct *dstfsp,
-		      const struct smb_filename *new_smb_fname,
-		      int flags)
+	       struct files_struct *srcfsp,
+	       const struct smb_filename *old_smb_fname,
+	       struct files_struct *dstfsp,
+	       const struct smb_filename *new_smb_fname,
+	       int flags)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *src = gf2_at_path(talloc_tos(), c, srcfsp, old_smb_fname);
@@ -393,9 +393,9 @@ int gf2_linkat(struct vfs_handle_struct *handle,
 }
 
 int gf2_mknodat(struct vfs_handle_struct *handle,
-		       struct files_struct *dirfsp,
-		       const struct smb_filename *smb_fname,
-		       mode_t mode, SMB_DEV_T dev)
+		struct files_struct *dirfsp,
+		const struct smb_filename *smb_fname,
+		mode_t mode, SMB_DEV_T dev)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
