@@ -277,6 +277,32 @@ static NTSTATUS gf2_offload_write_next(struct tevent_req *req)
 	return NT_STATUS_OK;
 }
 
+/*
+ * One piece's read or write came back with n bytes: anything but the
+ * whole piece fails the copy.  Returns true to go on.
+ */
+static bool gf2_offload_io_done(struct tevent_req *req,
+				struct files_struct *fsp, const char *what,
+				ssize_t n, const struct vfs_aio_state *aio)
+{
+	struct gf2_offload_write_state *state = tevent_req_data(
+		req, struct gf2_offload_write_state);
+
+	if (n == -1) {
+		DBG_NOTICE("%s of %s failed: %s\n", what, fsp_str_dbg(fsp),
+			   strerror(aio->error));
+		tevent_req_nterror(req, map_nt_error_from_unix(aio->error));
+		return false;
+	}
+	if ((size_t)n != state->io_size) {
+		DBG_NOTICE("short %s of %s: %zd of %zu\n", what,
+			   fsp_str_dbg(fsp), n, state->io_size);
+		tevent_req_nterror(req, NT_STATUS_IO_DEVICE_ERROR);
+		return false;
+	}
+	return true;
+}
+
 static void gf2_offload_write_read_done(struct tevent_req *subreq)
 {
 	struct tevent_req *req = tevent_req_callback_data(
@@ -288,20 +314,9 @@ static void gf2_offload_write_read_done(struct tevent_req *subreq)
 
 	nread = SMB_VFS_PREAD_RECV(subreq, &aio_state);
 	TALLOC_FREE(subreq);
-	if (nread == -1) {
-		DBG_NOTICE("read of %s failed: %s\n",
-			   fsp_str_dbg(state->src_fsp),
-			   strerror(aio_state.error));
-		tevent_req_nterror(req,
-				   map_nt_error_from_unix(aio_state.error));
-		return;
-	}
-	if ((size_t)nread != state->io_size) {
-		/* the size was checked: the source shrank meanwhile */
-		DBG_NOTICE("short read of %s: %zd of %zu\n",
-			   fsp_str_dbg(state->src_fsp), nread,
-			   state->io_size);
-		tevent_req_nterror(req, NT_STATUS_IO_DEVICE_ERROR);
+	/* the size was checked: a short read means the source shrank */
+	if (!gf2_offload_io_done(req, state->src_fsp, "read", nread,
+				 &aio_state)) {
 		return;
 	}
 	state->src_off += nread;
@@ -336,19 +351,8 @@ static void gf2_offload_write_write_done(struct tevent_req *subreq)
 
 	nwritten = SMB_VFS_PWRITE_RECV(subreq, &aio_state);
 	TALLOC_FREE(subreq);
-	if (nwritten == -1) {
-		DBG_NOTICE("write to %s failed: %s\n",
-			   fsp_str_dbg(state->dst_fsp),
-			   strerror(aio_state.error));
-		tevent_req_nterror(req,
-				   map_nt_error_from_unix(aio_state.error));
-		return;
-	}
-	if ((size_t)nwritten != state->io_size) {
-		DBG_NOTICE("short write to %s: %zd of %zu\n",
-			   fsp_str_dbg(state->dst_fsp), nwritten,
-			   state->io_size);
-		tevent_req_nterror(req, NT_STATUS_IO_DEVICE_ERROR);
+	if (!gf2_offload_io_done(req, state->dst_fsp, "write", nwritten,
+				 &aio_state)) {
 		return;
 	}
 	state->dst_off += nwritten;
