@@ -116,7 +116,7 @@ def options(opt):
                         'then be installed beside the normal one, e.g. '
                         'WAFLOCK=.lock-waf-asan ./waf configure '
                         '--out=build-asan --sanitize=address,undefined '
-                        '--module-name=glusterfs2_asan (see README)')
+                        '--module-name=glusterfs2_asan (see docs/hacking.md)')
     grp.add_option('--debug-build', dest='debug_build', default=False,
                    action='store_true',
                    help='-O0 -g3 instead of -O2 -g')
@@ -374,7 +374,7 @@ def build(bld):
             bld.env.PREFIX or '/usr/local', 'share', 'man')
         bld.install_files(os.path.join(mandir, 'man8'),
                           ['docs/vfs_glusterfs2.8'])
-        # the counters tool (README: Counters)
+        # the counters tool (docs/design.md: Counters)
         bld.install_files(os.path.join(bld.env.PREFIX or '/usr/local',
                                        'bin'),
                           ['tools/glusterfs2-stats'], chmod=0o755)

@@ -6,8 +6,8 @@
  *
  * Pure bookkeeping (talloc and libc only), unit-tested alone
  * (test/unit/test_mdcache.c).  The module decides what goes in and when
- * to drop it; the rules are in source/vfs_glusterfs2.c and README
- * ("Metadata").
+ * to drop it; the rules are in source/gf2_meta.c and docs/design.md
+ * ("Metadata kept after listings").
  *
  * Keys are (ns, path): ns tells volumes apart (the glfs instance), path
  * is the absolute path inside the volume.  Every item carries the time

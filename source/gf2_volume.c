@@ -9,7 +9,7 @@
  * (gf2_volume_io_end), because glfs_fini with calls in flight would free
  * what their callbacks are about to touch.
  *
- * glfs_fini of GlusterFS 10 takes about ten seconds (it waits on its own
+ * glfs_fini of GlusterFS 10 takes several seconds (it waits on its own
  * timer and sweeper threads).  Run in smbd's main loop it would hold every
  * tree disconnect for that long, so it runs in a detached reaper thread;
  * the instance is already unlinked and nothing else refers to it.  An
