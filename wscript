@@ -19,8 +19,18 @@ VERSION = '0.1.0'
 top = '.'
 out = 'build'
 
-# The VFS interface this code is written for (source3/include/vfs.h).
-SUPPORTED_VFS_INTERFACE = 47
+
+def _supported_vfs_interfaces(top_dir):
+    """The VFS interface versions this code is written for: the range
+    include/gf2_compat.h states (the one place of Samba-version
+    differences)."""
+    vals = {}
+    with open(os.path.join(top_dir, 'include', 'gf2_compat.h')) as f:
+        for line in f:
+            m = re.match(r'#define GF2_VFS_INTERFACE_(MIN|MAX) (\d+)', line)
+            if m:
+                vals[m.group(1)] = int(m.group(2))
+    return vals['MIN'], vals['MAX']
 
 SAMBA_INCLUDES = [
     'bin/default/include',
@@ -202,9 +212,11 @@ def configure(conf):
     conf.start_msg('Checking SMB_VFS_INTERFACE_VERSION')
     iface = _tree_vfs_interface(tree)
     conf.end_msg(str(iface))
-    if iface != SUPPORTED_VFS_INTERFACE:
+    lo, hi = _supported_vfs_interfaces(conf.path.abspath())
+    if iface is None or not lo <= int(iface) <= hi:
         conf.fatal('SMB_VFS_INTERFACE_VERSION of %s is %s; glusterfs2 '
-                   'supports %d' % (tree, iface, SUPPORTED_VFS_INTERFACE))
+                   'supports %s' % (tree, iface,
+                                    lo if lo == hi else '%d-%d' % (lo, hi)))
 
     conf.start_msg('Checking the configured Samba headers')
     if not os.path.isfile(os.path.join(
