@@ -48,6 +48,15 @@
 #include <stdint.h>
 
 #define GF2_RA_MAX_STREAMS 8
+
+/*
+ * The defaults of the prefetch windows and streams (the option table of
+ * gf2_options.c takes them from here; so does a zeroed configuration).
+ */
+#define GF2_RA_DEFAULT_INIT (256 * 1024ULL)
+#define GF2_RA_DEFAULT_MAX (8 * 1024 * 1024ULL)
+#define GF2_RA_DEFAULT_MIN (64 * 1024ULL)
+#define GF2_RA_DEFAULT_STREAMS 4
 #define GF2_RA_SIZE_UNKNOWN UINT64_MAX
 #define GF2_RA_RATE_SAMPLE_MS 50
 

@@ -98,7 +98,7 @@ void gf2_config_prefetch(const struct gf2_share_options *o,
 	pf->max_age_ms = o->pf_max_age_ms;
 	pf->ra.init_window = o->pf_init_window;
 	pf->ra.max_window = o->pf_max_window;
-	pf->ra.min_window = MIN(64 * 1024, pf->ra.init_window);
+	pf->ra.min_window = MIN(GF2_RA_DEFAULT_MIN, pf->ra.init_window);
 	pf->ra.streams = o->pf_streams;
 	/*
 	 * Read ahead no further than a stream consumes in half the age

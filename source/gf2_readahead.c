@@ -7,10 +7,6 @@
 
 #include <string.h>
 
-#define GF2_RA_DEFAULT_INIT (256 * 1024ULL)
-#define GF2_RA_DEFAULT_MAX (8 * 1024 * 1024ULL)
-#define GF2_RA_DEFAULT_MIN (64 * 1024ULL)
-#define GF2_RA_DEFAULT_STREAMS 4
 /* A read this close to a stream's frontier continues it. */
 #define GF2_RA_MIN_TOLERANCE (1024 * 1024ULL)
 #define GF2_RA_TOLERANCE_READS 16
