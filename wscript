@@ -58,6 +58,7 @@ CORE_SOURCES = [
     'source/gf2_readahead.c',
     'source/gf2_acl_xattr.c',
     'source/gf2_mdcache.c',
+    'source/gf2_pfbook.c',
 ]
 
 MODULE_SOURCES = [
@@ -77,6 +78,7 @@ UNIT_TESTS = [
     'test_readahead',
     'test_acl_xattr',
     'test_mdcache',
+    'test_pfbook',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
