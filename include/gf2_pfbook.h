@@ -116,7 +116,7 @@ void gf2_pfb_submitted(struct gf2_pfb_chunk *c);
 void gf2_pfb_cancel(struct gf2_pfb_chunk *c);
 
 enum gf2_pfb_done {
-	GF2_PFB_READY,		/* kept: the file's waiting reads may go on */
+	GF2_PFB_READY,		/* kept: the file's waiting reads go on */
 	GF2_PFB_REJECTED,	/* failed, or written meanwhile: freed; the
 				   file's waiting reads must try again */
 	GF2_PFB_ORPHAN,		/* dropped while in flight: freed */

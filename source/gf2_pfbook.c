@@ -21,7 +21,7 @@ struct gf2_pfb_chunk {
 	uint64_t served;
 	uint64_t gen;			/* f->wgen when issued */
 	uint64_t issued_ns;		/* the data is at least this fresh */
-	uint8_t *data;			/* once ready, a child of the chunk */
+	uint8_t *data;			/* once ready, child of c */
 	void *owner;
 	bool ready;
 };

@@ -425,7 +425,7 @@ static void gf2_pf_wake(struct gf2_pf_file *pf)
 static void gf2_pf_chunk_done(struct gf2_io *io)
 {
 	struct gf2_pfb_chunk *c = io->private_data;
-	struct gf2_pfb_file *bf = gf2_pfb_chunk_file(c);	/* NULL: orphan */
+	struct gf2_pfb_file *bf = gf2_pfb_chunk_file(c); /* NULL: orphan */
 	enum gf2_pfb_done r;
 
 	/* Takes io->buf if it keeps the data; frees c otherwise. */

@@ -442,7 +442,8 @@ static void test_expiry_by_age(void **state)
 	assert_int_equal(issue(f, 0, 16, 10 * MS), 1);
 	assert_int_equal(issue(f, 16, 16, 15 * MS), 1);
 	assert_int_equal(issue(g, 0, 16, 10 * MS), 1);
-	assert_int_equal(issue(f, 32, 16, 10 * MS), 1);	/* stays in flight */
+	/* stays in flight */
+	assert_int_equal(issue(f, 32, 16, 10 * MS), 1);
 	assert_int_equal(complete(0, OK), GF2_PFB_READY);
 	assert_int_equal(complete(1, OK), GF2_PFB_READY);
 	assert_int_equal(complete(2, OK), GF2_PFB_READY);
