@@ -69,6 +69,7 @@ CORE_SOURCES = [
     'source/gf2_acl_xattr.c',
     'source/gf2_mdcache.c',
     'source/gf2_hold.c',
+    'source/gf2_pfbook.c',
 ]
 
 MODULE_SOURCES = [
@@ -98,6 +99,7 @@ UNIT_TESTS = [
     'test_acl_xattr',
     'test_mdcache',
     'test_hold',
+    'test_pfbook',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

@@ -2,7 +2,7 @@
  * glusterfs2: prefetch buffers.
  *
  * The readahead state machine (gf2_readahead.c) decides what to read
- * ahead; this file owns the data: chunks of at most GF2_PF_CHUNK bytes read
+ * ahead; this file reads it: chunks of at most GF2_PF_CHUNK bytes read
  * with gfapi's asynchronous reads, kept per file and served to later reads
  * by copy.
  *
@@ -29,12 +29,19 @@
  *     itself is allowed to cache the file.  Without one, reads go straight
  *     to Gluster.
  *
- * Ownership: a chunk is a talloc child of nothing (NULL context) and sits
- * on its file's list.  While its gfapi read is in flight the gf2_io is
- * owned by Gluster (see gf2_async.c); if the file goes away meanwhile, the
- * chunk is unlinked and orphaned (chunk->pf == NULL) and its completion
- * frees it.  Reads waiting for a chunk are tevent requests on the file's
- * waiter list; their destructor unlinks them.
+ * The chunks themselves - where they are cut, whether a read can be
+ * served, invalidation, expiry, memory - are kept by the pure book
+ * (gf2_pfbook.c); this file issues their reads through gfapi, reports
+ * every event to the book and keeps the reads that wait.
+ *
+ * Ownership: the book (one per process, never freed) owns files' chunks.
+ * A chunk's gf2_io (NULL context) owns the read buffer while Gluster owns
+ * the call (see gf2_async.c); the completion hands the buffer to the
+ * book, reports the chunk there and frees the io.  A chunk dropped while
+ * its read is in flight (its file went away, or a write overlapped it) is
+ * orphaned by the book, and that completion report frees it.  Reads
+ * waiting for a chunk are tevent requests on the file's waiter list;
+ * their destructor unlinks them.
  */
 
 #include "includes.h"
@@ -43,38 +50,17 @@
 #include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_prefetch.h"
+#include "gf2_pfbook.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
 /*
- * Prefetch reads Gluster in chunks of 124 KiB.  gfapi receives a reply
- * into buffers sized for the whole RPC record (payload plus a few hundred
- * bytes of headers).  Up to 128 KiB those come from malloc and are reused;
- * larger ones come from gfapi's iobuf arenas, which hold only two 1 MiB
- * buffers each and are mapped and unmapped as prefetch keeps more in
- * flight (or, above 1 MiB, from calloc, which zeroes each one).  With
- * 1 MiB chunks every page of every reply faulted in fresh: ~180,000 page
- * faults per GiB read and a tenth of smbd's CPU; with 124 KiB, almost none.
+ * Prefetch reads Gluster in chunks below 128 KiB: gfapi takes reply
+ * buffers up to that size from malloc and reuses them, larger ones fault
+ * in fresh pages on every reply.
  */
 #define GF2_PF_CHUNK (124 * 1024)
-
-struct gf2_pf_chunk {
-	struct gf2_pf_chunk *prev, *next;
-	struct gf2_pf_file *pf;		/* NULL once orphaned */
-	struct gf2_io *io;		/* while in flight */
-	uint64_t off;
-	uint64_t len;
-	uint64_t got;			/* valid bytes; < len: EOF there */
-	uint64_t served;
-	uint64_t gen;			/* pf->wgen when issued */
-	uint8_t *data;
-	struct timespec issued_at;	/* the data is at least this fresh */
-	int stream;
-	bool ready;
-	bool dead;			/* failed or invalidated */
-	struct gf2_stats *st;		/* share that read it ahead */
-};
 
 struct gf2_pf_waiter;
 
@@ -83,52 +69,56 @@ struct gf2_pf_file {
 	struct file_id id;
 	unsigned refs;
 	struct gf2_ra_state ra;
-	struct gf2_pf_chunk *chunks;
+	struct gf2_pfb_file *bf;	/* its chunks, in the book */
 	struct gf2_pf_waiter *waiters;
-	uint64_t wgen;
-	unsigned writes_inflight;
 };
 
 static struct gf2_pf_file *gf2_pf_files;
-static uint64_t gf2_pf_cap = 64 * 1024 * 1024;
+static struct gf2_pfb *gf2_pf_bk;
 struct gf2_pf_stats gf2_pf_stats;
+
+/* A chunk freed unread: count it for the share that read it ahead. */
+static void gf2_pf_unused(void *owner, uint64_t bytes)
+{
+	struct gf2_stats *st = owner;
+
+	st->c.prefetch_unused += bytes;
+	gf2_stats_changed(st);
+}
+
+/*
+ * The book of this process, made on first use.  Its cap is 0 until the
+ * first tree connect with prefetch on sets it (gf2_pf_set_cap).
+ */
+static struct gf2_pfb *gf2_pf_book(void)
+{
+	if (gf2_pf_bk == NULL) {
+		gf2_pf_bk = gf2_pfb_new(NULL, GF2_PF_CHUNK, 0, gf2_pf_unused);
+	}
+	return gf2_pf_bk;
+}
+
+/* gf2_pf_stats shows the book's counters: copied after every change. */
+static void gf2_pf_sync_stats(void)
+{
+	const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
+
+	gf2_pf_stats.used = s->used;
+	gf2_pf_stats.issued = s->issued;
+	gf2_pf_stats.completed = s->completed;
+	gf2_pf_stats.served = s->served;
+	gf2_pf_stats.wasted = s->wasted;
+	gf2_pf_stats.expired = s->expired;
+	gf2_pf_stats.invalidated = s->invalidated;
+}
 
 void gf2_pf_set_cap(uint64_t cap)
 {
-	if (cap > gf2_pf_cap || gf2_pf_stats.used == 0) {
-		gf2_pf_cap = cap;
-	}
-}
+	struct gf2_pfb *b = gf2_pf_book();
 
-static int gf2_pf_chunk_destructor(struct gf2_pf_chunk *c)
-{
-	uint64_t had = c->ready ? c->got : c->len;
-
-	gf2_pf_stats.used -= c->len;
-	if (c->ready && c->got > c->served) {
-		gf2_pf_stats.wasted += c->got - c->served;
+	if (b != NULL) {
+		gf2_pfb_set_cap(b, cap);
 	}
-	if (c->st != NULL && had > c->served) {
-		c->st->c.prefetch_unused += had - c->served;
-		gf2_stats_changed(c->st);
-	}
-	if (c->pf != NULL) {
-		DLIST_REMOVE(c->pf->chunks, c);
-		c->pf = NULL;
-	}
-	return 0;
-}
-
-static void gf2_pf_chunk_drop(struct gf2_pf_chunk *c)
-{
-	if (c->io != NULL) {
-		/* Gluster owns the read: orphan, freed at completion. */
-		DLIST_REMOVE(c->pf->chunks, c);
-		c->pf = NULL;
-		c->dead = true;
-		return;
-	}
-	TALLOC_FREE(c);
 }
 
 static void gf2_pf_wake(struct gf2_pf_file *pf);
@@ -144,8 +134,16 @@ struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
 			return pf;
 		}
 	}
+	if (gf2_pf_book() == NULL) {
+		return NULL;
+	}
 	pf = talloc_zero(NULL, struct gf2_pf_file);
 	if (pf == NULL) {
+		return NULL;
+	}
+	pf->bf = gf2_pfb_file_new(gf2_pf_bk, pf);
+	if (pf->bf == NULL) {
+		TALLOC_FREE(pf);
 		return NULL;
 	}
 	pf->id = *id;
@@ -174,9 +172,10 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
 		 gf2_pf_stats.expired, gf2_pf_stats.invalidated,
 		 gf2_pf_stats.upcalls, gf2_pf_stats.used, gf2_pf_stats.hits, gf2_pf_stats.waits,
 		 gf2_pf_stats.misses);
-	while (pf->chunks != NULL) {
-		gf2_pf_chunk_drop(pf->chunks);
-	}
+	/* Chunks still in flight are orphaned: their completion frees them. */
+	gf2_pfb_file_free(pf->bf);
+	pf->bf = NULL;
+	gf2_pf_sync_stats();
 	DLIST_REMOVE(gf2_pf_files, pf);
 	TALLOC_FREE(pf);
 }
@@ -188,18 +187,13 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
  */
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len)
 {
-	struct gf2_pf_chunk *c = NULL;
-	struct gf2_pf_chunk *next = NULL;
-	uint64_t end = len == 0 ? UINT64_MAX : off + len;
-
-	pf->wgen += 1;
-	for (c = pf->chunks; c != NULL; c = next) {
-		next = c->next;
-		if (c->off < end && off < c->off + c->len) {
-			gf2_pf_stats.invalidated += c->len;
-			gf2_pf_chunk_drop(c);
-		}
-	}
+	/*
+	 * The count of dropped chunks still in flight is not used: a read
+	 * waiting on one of them is not woken here, nor by its completion
+	 * (an orphan's), only by the file's next completion or upcall.
+	 */
+	(void)gf2_pfb_invalidate(pf->bf, off, len);
+	gf2_pf_sync_stats();
 	if (len == 0) {
 		gf2_ra_reset(&pf->ra);
 	}
@@ -225,22 +219,15 @@ void gf2_pf_invalidate_inode(uint64_t ino, bool all)
 void gf2_pf_write_begin(struct gf2_pf_file *pf, uint64_t off, uint64_t len)
 {
 	pf->refs += 1;
-	pf->writes_inflight += 1;
+	gf2_pfb_write_begin(pf->bf);
 	gf2_pf_invalidate(pf, off, len);
 }
 
 void gf2_pf_write_end(struct gf2_pf_file *pf)
 {
-	SMB_ASSERT(pf->writes_inflight > 0);
-	pf->writes_inflight -= 1;
-	pf->wgen += 1;
+	SMB_ASSERT(gf2_pfb_writes_inflight(pf->bf) > 0);
+	gf2_pfb_write_end(pf->bf);
 	gf2_pf_file_put(pf);
-}
-
-static uint64_t gf2_ms_since(const struct timespec *then,
-			     const struct timespec *now)
-{
-	return nsec_time_diff(now, then) / 1000000;
 }
 
 /*
@@ -249,178 +236,65 @@ static uint64_t gf2_ms_since(const struct timespec *then,
  */
 static void gf2_pf_expire(const struct gf2_pf_config *cfg)
 {
-	struct gf2_pf_file *pf = NULL;
-	struct timespec now;
-
-	clock_gettime_mono(&now);
-	for (pf = gf2_pf_files; pf != NULL; pf = pf->next) {
-		struct gf2_pf_chunk *c = NULL;
-		struct gf2_pf_chunk *next = NULL;
-
-		for (c = pf->chunks; c != NULL; c = next) {
-			next = c->next;
-			if (c->ready &&
-			    gf2_ms_since(&c->issued_at, &now) >
-			    cfg->max_age_ms) {
-				gf2_pf_stats.expired += c->got - c->served;
-				gf2_pf_chunk_drop(c);
-			}
-		}
-	}
-}
-
-static struct gf2_pf_chunk *gf2_pf_find(struct gf2_pf_file *pf,
-					uint64_t pos)
-{
-	struct gf2_pf_chunk *c = NULL;
-
-	for (c = pf->chunks; c != NULL; c = c->next) {
-		if (!c->dead && c->off <= pos && pos < c->off + c->len) {
-			return c;
-		}
-	}
-	return NULL;
+	gf2_pfb_expire(gf2_pf_bk, gf2_now_ns(), cfg->max_age_ms);
+	gf2_pf_sync_stats();
 }
 
 static void gf2_pf_chunk_done(struct gf2_io *io);
 
 static void gf2_pf_issue(struct tevent_context *ev, struct gf2_fh *fh,
-			 struct gf2_pf_file *pf, uint64_t off, uint64_t len,
-			 int stream)
+			 struct gf2_pf_file *pf, uint64_t off, uint64_t len)
 {
 	uint64_t pos = off;
-	uint64_t end = off + len;
+	uint64_t clen = 0;
 
-	while (pos < end) {
-		struct gf2_pf_chunk *c = gf2_pf_find(pf, pos);
-		uint64_t clen;
+	while (gf2_pfb_next(pf->bf, &pos, off + len, &clen)) {
+		struct gf2_pfb_chunk *c = NULL;
+		struct gf2_io *io = NULL;
+		uint64_t now_ns = gf2_now_ns();
 		int err;
 
-		if (c != NULL) {
-			pos = c->off + c->len;
-			continue;
+		/* The io owns the buffer until the completion (gf2_async.c). */
+		io = gf2_io_new(ev, fh, GF2_IO_READ, gf2_pf_chunk_done, NULL);
+		if (io == NULL) {
+			break;
 		}
-		clen = MIN(end - pos, GF2_PF_CHUNK);
-		/* stop where an existing chunk starts */
-		for (c = pf->chunks; c != NULL; c = c->next) {
-			if (!c->dead && c->off > pos && c->off < pos + clen) {
-				clen = c->off - pos;
-			}
+		io->buf = talloc_size(io, clen);
+		io->buflen = clen;
+		if (io->buf == NULL) {
+			TALLOC_FREE(io);
+			break;
 		}
-		c = talloc_zero(NULL, struct gf2_pf_chunk);
+		c = gf2_pfb_chunk_new(pf->bf, pos, clen, fh->st, now_ns);
 		if (c == NULL) {
-			return;
+			TALLOC_FREE(io);
+			break;
 		}
-		c->off = pos;
-		c->len = clen;
-		c->gen = pf->wgen;
-		c->stream = stream;
-		c->st = fh->st;
-		clock_gettime_mono(&c->issued_at);
-		c->io = gf2_io_new(ev, fh, GF2_IO_READ, gf2_pf_chunk_done, c);
-		if (c->io == NULL) {
-			TALLOC_FREE(c);
-			return;
-		}
-		c->io->buf = talloc_size(c->io, clen);
-		c->io->buflen = clen;
-		if (c->io->buf == NULL) {
-			TALLOC_FREE(c->io);
-			TALLOC_FREE(c);
-			return;
-		}
-		c->pf = pf;
-		gf2_pf_stats.used += clen;
-		talloc_set_destructor(c, gf2_pf_chunk_destructor);
-		DLIST_ADD_END(pf->chunks, c);
+		io->private_data = c;
 
-		err = gf2_io_submit(c->io, NULL, clen, pos);
+		err = gf2_io_submit(io, NULL, clen, pos);
 		if (err != 0) {
-			TALLOC_FREE(c->io);
-			TALLOC_FREE(c);
-			return;
+			TALLOC_FREE(io);
+			gf2_pfb_cancel(c);
+			break;
 		}
-		gf2_pf_stats.issued += clen;
-		if (c->st != NULL) {
-			c->st->c.prefetch_bytes += clen;
+		gf2_pfb_submitted(c);
+		if (fh->st != NULL) {
+			fh->st->c.prefetch_bytes += clen;
 		}
 		pos += clen;
 	}
+	gf2_pf_sync_stats();
 }
 
-enum gf2_pf_serve {
-	GF2_PF_SERVED,
-	GF2_PF_WAIT,
-	GF2_PF_MISS,
-};
-
-/*
- * Serve [off, off + n) from ready chunks if they hold all of it (or all
- * of it up to EOF).  Returns SERVED with *got bytes copied, WAIT if some
- * of it is still in flight, MISS if some of it is not prefetched.
- */
-static enum gf2_pf_serve gf2_pf_serve(struct gf2_pf_file *pf,
-				      uint8_t *data, uint64_t off,
-				      uint64_t n, uint64_t *got)
+static enum gf2_pfb_serve gf2_pf_serve(struct gf2_pf_file *pf,
+				       uint8_t *data, uint64_t off,
+				       uint64_t n, uint64_t *got)
 {
-	uint64_t pos = off;
-	uint64_t end = off + n;
-	bool wait = false;
-	bool eof = false;
+	enum gf2_pfb_serve r = gf2_pfb_serve(pf->bf, data, off, n, got);
 
-	while (pos < end) {
-		struct gf2_pf_chunk *c = gf2_pf_find(pf, pos);
-
-		if (c == NULL) {
-			return GF2_PF_MISS;
-		}
-		if (!c->ready) {
-			wait = true;
-			pos = c->off + c->len;
-			continue;
-		}
-		if (pos >= c->off + c->got) {
-			/* EOF inside this chunk */
-			eof = true;
-			break;
-		}
-		pos = MIN(end, c->off + c->got);
-		if (c->got < c->len && pos == c->off + c->got) {
-			eof = true;
-			break;
-		}
-	}
-	if (wait) {
-		return GF2_PF_WAIT;
-	}
-	end = eof ? MIN(pos, end) : end;
-
-	pos = off;
-	while (pos < end) {
-		struct gf2_pf_chunk *c = gf2_pf_find(pf, pos);
-		uint64_t take = MIN(end, c->off + c->got) - pos;
-
-		memcpy(data + (pos - off), c->data + (pos - c->off), take);
-		c->served += take;
-		pos += take;
-	}
-	*got = end - off;
-	gf2_pf_stats.served += *got;
-
-	/* Chunks this read finished are consumed: give the memory back. */
-	{
-		struct gf2_pf_chunk *c = NULL;
-		struct gf2_pf_chunk *next = NULL;
-
-		for (c = pf->chunks; c != NULL; c = next) {
-			next = c->next;
-			if (c->ready && c->off + c->got <= end &&
-			    c->served >= c->got) {
-				TALLOC_FREE(c);
-			}
-		}
-	}
-	return GF2_PF_SERVED;
+	gf2_pf_sync_stats();
+	return r;
 }
 
 /* A read served from prefetch, waiting for prefetch, or read directly. */
@@ -531,18 +405,18 @@ static void gf2_pf_wake(struct gf2_pf_file *pf)
 		struct tevent_req *req = w->req;
 		struct gf2_pf_read_state *state = tevent_req_data(
 			req, struct gf2_pf_read_state);
-		enum gf2_pf_serve r;
+		enum gf2_pfb_serve r;
 		uint64_t got = 0;
 
 		next = w->next;
 		r = gf2_pf_serve(pf, state->data, state->off, state->n, &got);
-		if (r == GF2_PF_WAIT) {
+		if (r == GF2_PFB_WAIT) {
 			continue;
 		}
 		DLIST_REMOVE(pf->waiters, w);
 		state->waiter = NULL;
 		TALLOC_FREE(w);
-		if (r == GF2_PF_SERVED) {
+		if (r == GF2_PFB_SERVED) {
 			gf2_pf_read_finish(req, got);
 		} else {
 			gf2_pf_read_direct(req);
@@ -552,30 +426,18 @@ static void gf2_pf_wake(struct gf2_pf_file *pf)
 
 static void gf2_pf_chunk_done(struct gf2_io *io)
 {
-	struct gf2_pf_chunk *c = io->private_data;
-	struct gf2_pf_file *pf = c->pf;
+	struct gf2_pfb_chunk *c = io->private_data;
+	struct gf2_pfb_file *bf = gf2_pfb_chunk_file(c); /* NULL: orphan */
+	enum gf2_pfb_done r;
 
-	c->io = NULL;
-	if (pf == NULL || c->dead) {
-		/* Orphaned or invalidated while Gluster held it. */
-		TALLOC_FREE(io);
-		TALLOC_FREE(c);
-		return;
-	}
-	if (io->ret < 0 || c->gen != pf->wgen || pf->writes_inflight > 0) {
-		/* Failed, or the file was written meanwhile: useless. */
-		c->dead = true;
-		TALLOC_FREE(io);
-		TALLOC_FREE(c);
-		gf2_pf_wake(pf);
-		return;
-	}
-	c->data = talloc_move(c, &io->buf);
-	c->got = io->ret;
-	c->ready = true;
-	gf2_pf_stats.completed += c->got;
+	/* Takes io->buf if it keeps the data; frees c otherwise. */
+	r = gf2_pfb_complete(c, io->ret, &io->buf);
 	TALLOC_FREE(io);
-	gf2_pf_wake(pf);
+	gf2_pf_sync_stats();
+	if (r == GF2_PFB_ORPHAN) {
+		return;
+	}
+	gf2_pf_wake(gf2_pfb_file_private(bf));
 }
 
 struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
@@ -589,7 +451,7 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	struct tevent_req *req = NULL;
 	struct gf2_pf_read_state *state = NULL;
 	struct gf2_ra_decision d;
-	enum gf2_pf_serve r;
+	enum gf2_pfb_serve r;
 	uint64_t now_ms;
 	uint64_t avail;
 	uint64_t got = 0;
@@ -618,22 +480,21 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	}
 
 	gf2_pf_expire(cfg);
-	avail = gf2_pf_cap > gf2_pf_stats.used ?
-		gf2_pf_cap - gf2_pf_stats.used : 0;
+	avail = gf2_pfb_avail(gf2_pf_bk);
 	now_ms = gf2_now_ms() + 1;
 	gf2_ra_on_read(&pf->ra, &cfg->ra, offset, n, file_size, avail,
 		       now_ms, &d);
-	if (d.len > 0 && pf->writes_inflight == 0) {
-		gf2_pf_issue(ev, fh, pf, d.off, d.len, d.stream);
+	if (d.len > 0 && gf2_pfb_writes_inflight(pf->bf) == 0) {
+		gf2_pf_issue(ev, fh, pf, d.off, d.len);
 	}
 
 	r = gf2_pf_serve(pf, data, offset, n, &got);
 	switch (r) {
-	case GF2_PF_SERVED:
+	case GF2_PFB_SERVED:
 		gf2_pf_stats.hits += 1;
 		gf2_pf_read_finish(req, got);
 		return tevent_req_post(req, ev);
-	case GF2_PF_WAIT:
+	case GF2_PFB_WAIT:
 		gf2_pf_stats.waits += 1;
 		/*
 		 * Completed from gf2_pf_wake while it walks the waiter list:
@@ -647,7 +508,7 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		state->waiter->req = req;
 		DLIST_ADD_END(pf->waiters, state->waiter);
 		return req;
-	case GF2_PF_MISS:
+	case GF2_PFB_MISS:
 		gf2_pf_stats.misses += 1;
 		if (d.sequential) {
 			/* its data expired or was dropped: refill */
