@@ -1,4 +1,4 @@
-"""Faults under a glusterfs2 share (issue 8, "Faults"): nothing is lost.
+"""Faults under a glusterfs2 share: nothing is lost.
 
 Everything here runs on a volume of its own, gf2fault (replica 3, three
 bricks under .stack/bricks/gf2fault/, `force`), served by a private smbd

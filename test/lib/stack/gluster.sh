@@ -48,7 +48,7 @@ volume_bricks() { # VOL -> host:path lines
 }
 
 # A brick of another checkout's stack whose smbd is not running: that
-# stack was left behind (its session ended without `down`), not in use.
+# stack was left behind (stopped without `down`), not in use.
 brick_of_dead_stack() { # BRICKPATH
 	local path=$1 other pid
 	case $path in
