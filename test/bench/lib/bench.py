@@ -9,8 +9,8 @@ import tempfile
 import traceback
 
 from .clients import Clients
-from .common import (ALL_SMB_SHARES, CPU_WORKLOADS, GiB, SF_STEPS, SF_STEP_LABELS,
-                     SHORT, WORKLOAD_NAMES, now)
+from .common import (ALL_SMB_SHARES, CPU_WORKLOADS, GiB, SF_STEPS,
+                     SF_STEP_LABELS, SHORT, WORKLOAD_NAMES, now)
 from .cpu import CpuSampler
 from .data import Data
 from .report import fmt_us, fmt_value

@@ -160,8 +160,8 @@ def main(argv):
                 bench.volume, (err or out).strip()[-200:]))
 
     print('bench: %s, workloads %s, backends %s, %d rep(s); results in %s'
-          % ('quick' if args.quick else 'default' if not
-             args.prefetch_compare else 'prefetch-compare', ','.join(workloads),
+          % ('quick' if args.quick else 'prefetch-compare'
+             if args.prefetch_compare else 'default', ','.join(workloads),
              ','.join(backends), reps, outdir), flush=True)
     os.environ['GLUSTERFS2_MODULE'] = env.get('GLUSTERFS2_MODULE', '')
     os.environ['GLUSTERFS2_MODULE_STATE'] = env.get('MODULE_STATE', '')
