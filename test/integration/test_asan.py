@@ -1,4 +1,4 @@
-"""glusterfs2 under AddressSanitizer and UBSan in a real smbd (issues 4, 8).
+"""glusterfs2 under AddressSanitizer and UBSan in a real smbd.
 
 Runs test/asan/run: a sanitizer build of the module (glusterfs2_asan,
 installed beside glusterfs2.so) in a private smbd on its own port, clients

@@ -1,4 +1,4 @@
-"""The native async data path (issue 4) under a chosen number of SMB2
+"""The native async data path under a chosen number of SMB2
 requests in flight.
 
 libsmbclient and smbclient choose their own queue depth, so these tests

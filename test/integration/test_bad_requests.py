@@ -1,4 +1,4 @@
-"""Invalid SMB requests that reach the module (issue 8, "Bad input").
+"""Invalid SMB requests that reach the module (bad input).
 
 Every case is sent, as raw SMB2 requests over one impacket session
 (test/tools/smb2q.py's Conn), to the stack's `glusterfs2` share and to the

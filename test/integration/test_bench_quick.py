@@ -72,11 +72,25 @@ def test_bench_bad_arguments(stack):
                       (['--shares', 'nosuch'], "unknown share"),
                       (['--reps', '0'], "--reps"),
                       (['--shares', ''], "--shares needs"),
-                      (['--issue4', '--shares', 'glusterfs'],
-                       "--issue4 chooses")):
+                      (['--prefetch-compare', '--shares', 'glusterfs'],
+                       "--prefetch-compare chooses")):
         p = subprocess.run([run] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True,
                            timeout=120)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert msg in p.stderr, (args, p.stderr)
         assert 'Traceback' not in p.stderr + p.stdout
+
+
+def test_bench_baseline_share_needs_the_stack_share(stack):
+    """glusterfs2-base is a share only when the stack serves one
+    (test/stack up --baseline-module): without it, a clear refusal."""
+    if stack.get('BASELINE_SHARE'):
+        return
+    p = subprocess.run([os.path.join(TOP, 'test', 'bench', 'run'),
+                        '--shares', 'glusterfs2,glusterfs2-base'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert 'test/bench/baseline' in p.stderr, p.stderr
+    assert 'Traceback' not in p.stderr + p.stdout

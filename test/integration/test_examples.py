@@ -1,4 +1,4 @@
-"""The example configurations, the manual page and the option list (issue 9).
+"""The example configurations, the manual page and the option list.
 
   - every smb.conf.examples/*.conf loads with `testparm -s` without an
     error, an unknown parameter or a warning, and each of its shares loads
@@ -133,7 +133,7 @@ def test_example_options_exist():
 
 def test_manpage_and_readme_document_every_option():
     src = source_options()
-    # the list the issue names; the parser must at least find these
+    # the options every user needs; the parser must at least find these
     assert {'volume', 'volfile_server', 'logfile', 'loglevel', 'prefetch',
             'prefetch initial window', 'prefetch max window',
             'prefetch max memory', 'prefetch max age',

@@ -1,4 +1,4 @@
-"""Faults under a glusterfs2 share (issue 8, "Faults"): nothing is lost.
+"""Faults under a glusterfs2 share: nothing is lost.
 
 Everything here runs on a volume of its own, gf2fault (replica 3, three
 bricks under .stack/bricks/gf2fault/, `force`), served by a private smbd
@@ -9,9 +9,15 @@ after it; GF2_FAULT_PORT overrides) with these shares:
     [faultstock]  Samba's stock vfs_glusterfs on gf2fault (control only)
     [other]       glusterfs2 on the stack's volume (gf2test)
 
-The module fixture deletes a gf2fault left by an interrupted run, and its
-finalizer stops the private smbd, stops and deletes the volume and removes
-the brick directories, whatever the tests did.
+The volume is gf2fault beside the default stack, and <volume>fault beside
+a stack whose volume GF2_STACK_VOLUME names (gf2toolfault for gf2tool), so
+that the suites of two checkouts do not share it; GF2_FAULT_VOLUME
+overrides.  The module fixture deletes such a volume left by an
+interrupted run of this checkout (bricks under this checkout's
+.stack/bricks/), refuses one whose bricks are elsewhere (another
+checkout's run), and its finalizer stops the private smbd, stops and
+deletes the volume and removes the brick directories, whatever the tests
+did.
 
 Volume options set (on top of gluster's defaults) and why:
 
@@ -74,7 +80,8 @@ The tests (each prints its timings; run pytest with -s to see them):
 Measured on the 2-core development machine under load from other work
 (load average 11-13): the whole file about 6 minutes; test 1 about 2
 minutes, 2 and 3 about 10 s each, 4 about 2.5 minutes, 5 about 40 s.
-Environment: GF2_FAULT_PORT (4490), GF2_FAULT_BIG (bytes of the brick-kill
+Environment: GF2_FAULT_VOLUME (gf2fault, see above), GF2_FAULT_PORT
+(4490), GF2_FAULT_BIG (bytes of the brick-kill
 files, 1 GiB), GF2_FAULT_CONNECTIONS and GF2_FAULT_PER_CONNECTION (50 and
 200), GF2_FAULT_STOCK_CONNECTIONS (5).
 """
@@ -111,7 +118,9 @@ except ImportError as e:
 else:
     IMPORT_ERROR = None
 
-VOLUME = 'gf2fault'
+VOLUME = os.environ.get('GF2_FAULT_VOLUME') or (
+    'gf2fault' if os.environ.get('GF2_STACK_VOLUME', 'gf2test') == 'gf2test'
+    else os.environ['GF2_STACK_VOLUME'] + 'fault')
 PING_TIMEOUT = 5
 BOUND_SECS = 4 * PING_TIMEOUT
 HEAL_TIMEOUT = 300
@@ -154,8 +163,23 @@ def volume_exists(vol):
     return gl('volume', 'info', vol, check=False).returncode == 0
 
 
+def volume_brick_paths(vol):
+    p = gl('volume', 'info', vol, check=False)
+    return [line.split(':', 2)[2].strip() for line in p.stdout.splitlines()
+            if line.startswith('Brick') and line.count(':') >= 2
+            and line.split(':', 1)[0][5:].isdigit()]
+
+
 def delete_volume(vol, brickroot):
     if volume_exists(vol):
+        bricks = volume_brick_paths(vol)
+        theirs = [b for b in bricks
+                  if not b.startswith(brickroot.rstrip('/') + '/')]
+        if theirs:
+            pytest.fail('volume %s exists with bricks outside %s (%s): '
+                        'another checkout\'s suite is using it; set '
+                        'GF2_STACK_VOLUME or GF2_FAULT_VOLUME to run beside '
+                        'it' % (vol, brickroot, ' '.join(theirs)))
         gl('volume', 'stop', vol, 'force', check=False)
         gl('volume', 'delete', vol, check=False)
     shutil.rmtree(brickroot, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Bounded libFuzzer runs of the pure parts (issue 8, "Bad input").
+"""Bounded libFuzzer runs of the pure parts (bad input).
 
 test/fuzz/run builds the harnesses of test/fuzz/ with clang, ASan and
 UBSan and runs each for a bounded time from its seed corpus

@@ -1,4 +1,4 @@
-"""Metadata coherence of glusterfs2 (issue 7).
+"""Metadata coherence of glusterfs2.
 
 glusterfs2 answers the stat and the DOS attribute / ACL xattrs that smbd
 asks for right after a listing from what readdirplus and the listing's

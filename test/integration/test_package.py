@@ -1,4 +1,4 @@
-"""The Debian package samba-vfs-glusterfs2 (issue 9): build, install,
+"""The Debian package samba-vfs-glusterfs2: build, install,
 serve, remove, and the developer's module put back.
 
   1. build-deb/samba-vfs-glusterfs2_*.deb is reused when it is newer than

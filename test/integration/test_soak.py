@@ -1,4 +1,4 @@
-"""A short soak in the suite (issue 8, "Load"): test/soak/run for 2
+"""A short soak in the suite (load): test/soak/run for 2
 minutes, 8 clients on the glusterfs2 share, mixed sequential and random
 reads and writes, appends, truncates, creates and deletes, every byte
 read checked against what the client wrote.  Fails on any data error,

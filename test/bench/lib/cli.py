@@ -1,0 +1,248 @@
+"""The command line of test/bench/run: arguments, checks, the run, the
+results written and summed up."""
+
+import argparse
+import datetime
+import os
+import re
+import shutil
+import signal
+
+from .bench import Bench
+from .build import ensure_built
+from .chart import write_chart
+from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, DATADIR,
+                     NOPF, PREFETCH_COMPARE_BACKENDS,
+                     PREFETCH_COMPARE_WORKLOADS, SHARE_ALIASES, TOP,
+                     WORKLOAD_NAMES, WORKLOADS, die_args, now)
+from .config import Config
+from .meta import versions
+from .report import summarize, write_csv, write_json, write_markdown
+from .stack import GROUPS_DIR, VolumeGroup, stack_env
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog='test/bench/run',
+        description='glusterfs2 benchmark suite: local, fuse, glusterfs, '
+                    'glusterfs2 shares of the local stack (+ raw gfapi via '
+                    'fio), interleaved and repeated.')
+    ap.add_argument('--quick', action='store_true',
+                    help='small sizes, 1 repetition, every workload '
+                         '(under 3 minutes)')
+    ap.add_argument('--workloads', default=None,
+                    help='comma-separated subset of: ' +
+                         ','.join(WORKLOAD_NAMES))
+    ap.add_argument('--shares', default=None,
+                    help='comma-separated subset of: ' + ','.join(BACKENDS) +
+                         ' (gfapi = raw libgfapi through fio; default: '
+                         'all of these), and %s (alias gf2-nopf: the '
+                         'module with prefetch off) and %s (alias '
+                         'gf2-base: a baseline build of the module, '
+                         'test/bench/baseline REV; ratios glusterfs2/%s)'
+                         % (NOPF, BASE, BASE))
+    ap.add_argument('--prefetch-compare', action='store_true',
+                    help='the module with and without prefetch against the '
+                         'stock module: seqread (64K and 1M, warm), '
+                         'randread (depth 1 and 8), seqwrite (64K and 1M) '
+                         'on %s; with --quick, at --quick sizes' %
+                         ','.join(PREFETCH_COMPARE_BACKENDS))
+    ap.add_argument('--reps', default=None,
+                    help='repetitions (default 3, --quick 1)')
+    ap.add_argument('--out', default=None,
+                    help='results directory (default test/results/bench/'
+                         '<timestamp>)')
+    ap.add_argument('--volume-group', default=None, metavar='GROUP',
+                    help='apply gluster option group GROUP (a file in '
+                         '%s, e.g. samba) to the stack\'s volume for the '
+                         'run, and put the volume\'s options back as they '
+                         'were afterwards' % GROUPS_DIR)
+    ap.add_argument('--list', action='store_true',
+                    help='list the workloads and exit')
+    ap.add_argument('--clean', action='store_true',
+                    help='remove the benchmark files from the volume and '
+                         'the local share, and exit')
+    return ap.parse_args(argv)
+
+
+def parse_list(s, known, what, aliases=None):
+    items = [x.strip() for x in s.split(',') if x.strip()]
+    items = [(aliases or {}).get(x, x) for x in items]
+    if not items:
+        die_args('--%s needs at least one name (known: %s)' %
+                 (what, ', '.join(known)))
+    for x in items:
+        if x not in known:
+            die_args('unknown %s \'%s\' (known: %s)' % (
+                what.rstrip('s'), x, ', '.join(known)))
+    return [k for k in known if k in items]
+
+
+def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # `| head` ends quietly
+    args = parse_args(argv)
+    if args.list:
+        import textwrap
+        for name, desc in WORKLOADS:
+            print(textwrap.fill(desc, 78, initial_indent='%-13s' % name,
+                                subsequent_indent=' ' * 13))
+        return 0
+    if args.prefetch_compare and (args.workloads is not None or
+                                  args.shares is not None):
+        die_args('--prefetch-compare chooses the workloads and shares '
+                 'itself: no --workloads or --shares with it')
+    workloads = parse_list(args.workloads, WORKLOAD_NAMES, 'workloads') \
+        if args.workloads is not None else list(WORKLOAD_NAMES)
+    backends = parse_list(args.shares, ALL_BACKENDS, 'shares',
+                          SHARE_ALIASES) \
+        if args.shares is not None else list(BACKENDS)
+    if args.prefetch_compare:
+        workloads = [w for w in WORKLOAD_NAMES
+                     if w in PREFETCH_COMPARE_WORKLOADS]
+        backends = [b for b in ALL_BACKENDS
+                    if b in PREFETCH_COMPARE_BACKENDS]
+    reps = 1 if args.quick else 3
+    if args.reps is not None:
+        if not re.fullmatch(r'[1-9][0-9]*', args.reps) or int(args.reps) > 100:
+            die_args('--reps must be a whole number from 1 to 100, not '
+                     '\'%s\'' % args.reps)
+        reps = int(args.reps)
+    if os.geteuid() != 0:
+        die_args('must run as root (drops the page cache, writes to the '
+                 'stack\'s FUSE mount)')
+    for tool in ('smbclient', 'stdbuf'):
+        if not shutil.which(tool):
+            die_args('%s not found (scripts/install-deps)' % tool)
+    if 'gfapi' in backends and not shutil.which('fio'):
+        die_args('fio not found (scripts/install-deps)')
+
+    env = stack_env()
+    if BASE in backends and env.get('BASELINE_SHARE') != BASE:
+        die_args('the stack has no share %s: build one with '
+                 'test/bench/baseline REV, then test/stack up --no-build '
+                 '--baseline-module glusterfs2_base' % BASE)
+    if args.clean:
+        for p in (os.path.join(env['FUSE_MOUNT'], DATADIR),
+                  os.path.join(env['LOCAL_DIR'], DATADIR)):
+            if os.path.isdir(p):
+                print('removing %s' % p)
+                shutil.rmtree(p)
+        return 0
+
+    stamp = datetime.datetime.utcnow().strftime('%Y%m%d-%H%M%S')
+    outdir = args.out or os.path.join(TOP, 'test', 'results', 'bench', stamp)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        die_args('cannot create %s: %s' % (outdir, e))
+
+    cfg = Config(args.quick, args.prefetch_compare)
+    bench = Bench(args, cfg, env, outdir)
+    ensure_built(bench.log)
+    group = None
+    if args.volume_group is not None:
+        group = VolumeGroup(bench.volume, args.volume_group)
+
+    # every SMB share asked for must answer
+    for s in backends:
+        if s not in ALL_SMB_SHARES:
+            continue
+        res = bench.smbload('probe', s, '', timeout=120)
+        if not res.get('ok'):
+            die_args('share \'%s\' is not up on %s:%s: %s (test/stack up; '
+                     'test/stack status)' % (s, bench.host, bench.port,
+                                             res.get('error')))
+    if 'gfapi' in backends:
+        rc, out, err = bench.run_cmd(['gluster', '--mode=script', 'volume',
+                                      'info', bench.volume], 60)
+        if rc != 0 or 'Status: Started' not in out:
+            die_args('volume %s is not started: %s' % (
+                bench.volume, (err or out).strip()[-200:]))
+
+    print('bench: %s, workloads %s, backends %s, %d rep(s); results in %s'
+          % ('quick' if args.quick else 'prefetch-compare'
+             if args.prefetch_compare else 'default', ','.join(workloads),
+             ','.join(backends), reps, outdir), flush=True)
+    os.environ['GLUSTERFS2_MODULE'] = env.get('GLUSTERFS2_MODULE', '')
+    os.environ['GLUSTERFS2_MODULE_STATE'] = env.get('MODULE_STATE', '')
+    os.environ['BASELINE_MODULE'] = env.get('BASELINE_MODULE', '') \
+        if BASE in backends else ''
+    meta = versions()
+    meta.update({
+        'date': datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC'),
+        # (the start of the run)
+        'command': 'test/bench/run ' + ' '.join(argv) if argv
+        else 'test/bench/run',
+        'reps': reps, 'quick': args.quick,
+        'prefetch_compare': args.prefetch_compare,
+        'workloads': workloads,
+        'backends': backends, 'volume': bench.volume,
+        'smb': '%s:%s' % (bench.host, bench.port),
+        'volume_group': group.describe() if group else None,
+    })
+    interrupted = False
+    try:
+        if group is not None:
+            group.apply()
+            bench.say('bench: volume %s: applied %s for this run' % (
+                bench.volume, group.describe()))
+        bench.prepare(workloads, backends)
+        bench.run_all(workloads, backends, reps)
+    except KeyboardInterrupt:
+        interrupted = True
+        bench.say('interrupted: writing what was measured')
+    finally:
+        bench.cleanup_outputs()
+        if group is not None:
+            for e in group.restore():
+                print('bench: WARNING: could not put volume option back: '
+                      '%s' % e)
+    meta['seconds'] = round(now() - bench.t_start, 1)
+    end = versions()
+    if end['module'] != meta['module']:
+        meta['module_changed'] = end['module']
+        print('bench: WARNING: the glusterfs2 module was replaced during '
+              'the run (now %s): its figures mix two builds' % end['module'])
+    if end['baseline'] != meta['baseline']:
+        meta['baseline_changed'] = end['baseline']
+        print('bench: WARNING: the baseline module was replaced during '
+              'the run (now %s): its figures mix two builds' %
+              end['baseline'])
+    meta['volume_restarts'] = bench.restarts
+    summary = summarize(bench.records, backends)
+    for s in summary:
+        for b in s['backends'].values():
+            del b['values'], b['p50'], b['p99'], b['rss'], b['smbd_cpu'], \
+                b['brick_cpu']
+    write_json(os.path.join(outdir, 'results.json'), meta, cfg.as_dict(),
+               summary, bench.records)
+    write_csv(os.path.join(outdir, 'results.csv'), bench.records)
+    summary_full = summarize(bench.records, backends)
+    png = write_chart(outdir, summary_full, backends, meta)
+    meta['chart'] = png is not None
+    write_markdown(os.path.join(outdir, 'results.md'), meta, summary_full,
+                   backends, cfg.as_dict())
+    failed = [r for r in bench.records if not r['ok']]
+    print('bench: %d runs, %d failed, %.0f s; %s' % (
+        len(bench.records), len(failed), meta['seconds'],
+        os.path.join(outdir, 'results.md')))
+    if png is None:
+        print('bench: no chart (it needs gnuplot and the local share, '
+              'the reference)')
+    with open(os.path.join(outdir, 'results.md')) as f:
+        md = f.read()
+    m = re.search(r'## Summary \(medians\)\n\n(.*?)\n\n', md, re.S)
+    if m:
+        print(m.group(1))
+    m = re.search(r'\*\*smbd CPU s/GiB\*\*\n\n(.*?)\n\n', md, re.S)
+    if m:
+        print('\nsmbd CPU seconds per GiB moved (lower is better):')
+        print(m.group(1))
+    m = re.search(r'## Prefetch off against the stock module\n\n[^\n]*\n\n'
+                  r'(.*?)\n\n', md, re.S)
+    if m:
+        print('\nprefetch off (gf2-nopf) against the stock module:')
+        print(m.group(1))
+    if interrupted:
+        return 130
+    return 1 if failed else 0

@@ -1,0 +1,150 @@
+"""The clients a run drives: the load generators (smbload, patfile),
+smbclient, fio's gfapi engines; the run's log and its progress lines."""
+
+import json
+import os
+import subprocess
+import time
+
+from .common import BIN, now
+
+
+class Clients:
+    """Mixin of Bench: running the clients and reading their results
+    (needs self.log, self.cpu, self.host, self.port, self.user,
+    self.password, self.volume, self.ghost)."""
+
+    def note(self, msg):
+        self.log.write('%s %s\n' % (time.strftime('%H:%M:%S'), msg))
+        self.log.flush()
+
+    def say(self, msg):
+        print(msg, flush=True)
+        self.note(msg)
+
+    def run_cmd(self, cmd, timeout, env=None, check=False, client=False):
+        """client: a client of the share under test (its smbd's CPU time
+        is measured when a CpuSampler runs)"""
+        self.note('+ ' + ' '.join(cmd))
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True,
+                             env=e)
+        if client and self.cpu is not None:
+            self.cpu.add_client(p.pid)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+            self.note('  timed out after %s s' % timeout)
+            return 124, out or '', 'timed out after %d s' % timeout
+        if err.strip():
+            self.note('  stderr: ' + err.strip()[-2000:])
+        if out.strip():
+            self.note('  stdout: ' + out.strip()[-2000:])
+        if check and p.returncode != 0:
+            raise RuntimeError('%s failed (%d): %s' % (
+                ' '.join(cmd[:3]), p.returncode, err.strip()[-500:]))
+        return p.returncode, out, err
+
+    def smb_url(self, share, path=''):
+        return 'smb://%s/%s/%s' % (self.host, share, path)
+
+    def smbload(self, mode, share, path, timeout, **kw):
+        cmd = [os.path.join(BIN, 'smbload'), mode, '--url',
+               self.smb_url(share, path), '--port', str(self.port)]
+        for k, v in kw.items():
+            cmd += ['--' + k, str(v)]
+        rc, out, err = self.run_cmd(
+            cmd, timeout, env={'SMB_USER': self.user,
+                               'SMB_PASS': self.password}, client=True)
+        res = None
+        for line in out.splitlines():
+            if line.startswith('{'):
+                try:
+                    res = json.loads(line)
+                except ValueError:
+                    pass
+        if res is None:
+            res = {'ok': False, 'error': 'smbload %s exited %d: %s' % (
+                mode, rc, (err.strip() or out.strip())[-300:])}
+        elif rc != 0:
+            res['ok'] = False
+            res.setdefault('error', 'smbload exited %d' % rc)
+        return res
+
+    def patfile(self, *args, timeout=600):
+        return self.run_cmd([os.path.join(BIN, 'patfile')] +
+                            [str(a) for a in args], timeout)
+
+    def smbclient_cmd(self, share, commands):
+        cmd = ['stdbuf', '-oL', '-eL', 'smbclient',
+               '//%s/%s' % (self.host, share), '-p', str(self.port),
+               '-U', '%s%%%s' % (self.user, self.password)]
+        if commands:
+            cmd += ['-c', '; '.join(commands)]
+        return cmd
+
+    def fio(self, name, rw, bs, size, filename, runtime=None,
+            time_based=False, engine='gfapi', iodepth=1, verify=True,
+            timeout=300):
+        cmd = ['fio', '--output-format=json', '--name=' + name,
+               '--ioengine=' + engine, '--volume=' + self.volume,
+               '--brick=' + self.ghost, '--filename=' + filename,
+               '--rw=' + rw, '--bs=%d' % bs, '--size=%d' % size,
+               '--iodepth=%d' % iodepth]
+        if runtime:
+            cmd.append('--runtime=%g' % runtime)
+        if time_based:
+            cmd.append('--time_based')
+        if verify:
+            cmd += ['--verify=crc32c', '--verify_interval=4096',
+                    '--verify_fatal=1', '--verify_state_save=0']
+            if rw in ('write', 'randwrite'):
+                cmd.append('--do_verify=1')
+        t = now()
+        # glfs_fini (~10 s with gluster 10.3) comes after the measured part:
+        # stubbed out, see nofini.c
+        rc, out, err = self.run_cmd(cmd, timeout, env={
+            'LD_PRELOAD': os.path.join(BIN, 'gf2nofini.so')})
+        wall = now() - t
+        self.note('  fio wall time %.1f s' % wall)
+        try:
+            js = json.loads(out[out.index('{'):])
+            job = js['jobs'][0]
+        except (ValueError, KeyError, IndexError):
+            return {'ok': False, 'error': 'fio exited %d: %s' % (
+                rc, (err.strip() or out.strip())[-300:])}
+        d = job['write' if 'write' in rw else 'read']
+        pct = d.get('clat_ns', {}).get('percentile', {})
+        res = {
+            'ok': rc == 0 and job.get('error', 0) == 0 and d['io_bytes'] > 0,
+            'bytes': d['io_bytes'],
+            'seconds': d['runtime'] / 1000.0,
+            'mbps': d['bw_bytes'] / 1e6,
+            'iops': d['iops'],
+            'ops': d['total_ios'],
+            'lat_p50_us': pct.get('50.000000', 0) / 1e3,
+            'lat_p99_us': pct.get('99.000000', 0) / 1e3,
+            'checked_bytes': (job['read']['io_bytes'] if verify else 0),
+        }
+        if not res['ok']:
+            res['error'] = 'fio exited %d, job error %s: %s' % (
+                rc, job.get('error'), err.strip()[-300:])
+        return res
+
+    def stop_client(self, p, grace=0.5):
+        """A tree disconnect from the stock module takes ~10 s (glfs_fini):
+        once the measured part is over, do not wait for it."""
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -1,0 +1,125 @@
+"""Names, sizes and small helpers that every part of the benchmark uses:
+the backends (shares of the stack, raw gfapi), the workloads and what
+each does, units, argument errors."""
+
+import os
+import statistics
+import sys
+import time
+
+# the checkout's top directory (this file is test/bench/lib/common.py)
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+# the load generators (test/bench/*.c), built by lib/build.py
+BIN = os.path.join(TOP, 'build', 'test', 'bench')
+
+SMB_SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
+BACKENDS = SMB_SHARES + ['gfapi']       # the default set
+NOPF = 'glusterfs2-noprefetch'          # only when asked for
+# a baseline build of the module (test/bench/baseline REV, then
+# test/stack up --baseline-module glusterfs2_base); only when asked for
+BASE = 'glusterfs2-base'
+ALL_SMB_SHARES = SMB_SHARES + [NOPF, BASE]
+ALL_BACKENDS = ALL_SMB_SHARES + ['gfapi']
+SHARE_ALIASES = {'gf2-nopf': NOPF, 'gf2-base': BASE}
+SHORT = {NOPF: 'gf2-nopf', BASE: 'gf2-base'}  # in progress lines and ratio
+#                                               names
+# --prefetch-compare: the module with and without prefetch against the
+# stock module, side by side
+PREFETCH_COMPARE_WORKLOADS = ['seqread', 'randread', 'seqwrite']
+PREFETCH_COMPARE_BACKENDS = ['glusterfs', 'glusterfs2', NOPF]
+# runs whose smbd (and brick) CPU time per GiB moved is measured
+CPU_WORKLOADS = {'seqread', 'pipelined', 'randread', 'multiclient',
+                 'seqwrite'}
+DATADIR = 'gf2bench'          # directory of the benchmark files
+CPU_LINGER = 0.25             # s a client stays connected after its timed
+#                               part: CPU samples after t_end (CpuSampler)
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+# What a run of each workload does (the markdown repeats these).
+WORKLOADS = [
+    ('seqread',
+     'Sequential read of one file, one request in flight: a libsmbclient '
+     'synchronous read loop (like dd on a mounted share), every byte '
+     'checked. "warm": the file is in the bricks\' (and local disk\'s) page '
+     'cache; "cold": `sync; echo 3 > /proc/sys/vm/drop_caches` before the '
+     'run. Each run stops after seq_cap seconds (see Sizes). gfapi: fio, '
+     'gfapi engine (synchronous), crc32c-verified, with glfs_fini stubbed '
+     'out (it takes ~10 s after the measured part; test/bench/nofini.c).'),
+    ('pipelined',
+     'Sequential read with several requests in flight: `smbclient -c get` '
+     '(its reads are pipelined; libsmbclient has no asynchronous API) into '
+     'a FIFO read by a checker; timed from the first byte to the last.'),
+    ('randread',
+     'Random 4 KiB reads over the big file (warm). Depth 1: one client, one '
+     'request at a time. Depth 8: 8 client processes, each with its own '
+     'connection to the same file, one request each. gfapi: fio gfapi '
+     '(depth 1) and gfapi_async with iodepth 8.'),
+    ('multiclient',
+     '16 clients at once, each its own connection reading its own file '
+     'sequentially, one 64 KiB request at a time (warm); aggregate MB/s, and '
+     'the peak total RSS of the 16 smbd processes serving them.'),
+    ('smallread',
+     'Small-file reads under concurrency (the web-server case): 16 clients '
+     'each opening, reading (4 KiB) and closing random files of a set; '
+     'requests per second, latency of one open+read+close.'),
+    ('seqwrite',
+     'Sequential write of one file (created/truncated), one request in '
+     'flight, libsmbclient, for at most write_cap seconds; close included; '
+     'then 1024 random 4 KiB blocks '
+     'plus the first and last are read back and checked, and the size. '
+     'gfapi: fio gfapi, read back and crc32c-verified by fio.'),
+    ('manywriters',
+     'Many writers at once: 16 clients, each its own connection writing '
+     '8 KiB blocks sequentially into its own file (wrapping at a region), '
+     'one request in flight each; aggregate IOPS and per-request latency; '
+     'each file is read back whole and checked afterwards.'),
+    ('smallfiles',
+     'Small files through smbclient (the rsync/delete case): mput, ls, ls '
+     'again (a client refreshing its view), mget and deltree of a '
+     'directory of 4 KiB files in one smbclient session, '
+     'seconds per step (session setup and teardown not counted); ls must '
+     'list every file, mget\'s copies are checked byte for byte and the '
+     'directory must be gone.  gfapi: test/bench/mdfloor, the same steps '
+     'through libgfapi with only the Gluster calls any SMB server on gfapi '
+     'must make (lookup, create, DOS attribute xattr, write, close; '
+     'readdirplus and each entry\'s xattr list for smbd\'s EA size, by '
+     '8 threads, for ls, mget and deltree; open, read, close; unlink): the '
+     'floor under what a module can reach on this volume.'),
+]
+WORKLOAD_NAMES = [w[0] for w in WORKLOADS]
+# the timed steps of the smallfiles workload, in order
+SF_STEPS = ('create', 'list', 'relist', 'read', 'delete')
+SF_STEP_LABELS = {'relist': 'list again'}
+
+
+class BadArgs(Exception):
+    pass
+
+
+def die_args(msg):
+    print('bench: %s' % msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def human_size(n):
+    if n % GiB == 0:
+        return '%d GiB' % (n // GiB)
+    if n % MiB == 0:
+        return '%d MiB' % (n // MiB)
+    return '%d KiB' % (n // KiB)
+
+
+def size_tag(n):
+    return '%dm' % (n // MiB) if n >= MiB else '%dk' % (n // KiB)
+
+
+def now():
+    return time.monotonic()
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None

@@ -1,0 +1,58 @@
+"""The sizes and durations of a run: the default set, --quick, and what
+--prefetch-compare changes."""
+
+from .common import KiB, MiB, GiB
+
+
+class Config:
+    def __init__(self, quick, prefetch_compare=False):
+        self.quick = quick
+        if quick:
+            self.seq_size = 128 * MiB
+            self.seq_cap = 2.0
+            self.seq_variants = [(64 * KiB, 'warm'), (1 * MiB, 'cold')]
+            self.write_size = 128 * MiB
+            self.write_cap = 2.0
+            self.write_bs = [1 * MiB]
+            self.rand_secs = 1.5
+            self.mc_clients = 16
+            self.mc_size = 8 * MiB
+            self.mc_cap = 2.0
+            self.mw_clients = 16
+            self.mw_secs = 1.5
+            self.mw_region = 2 * MiB
+            self.sr_clients = 16
+            self.sr_files = 200
+            self.sr_secs = 1.5
+            self.sf_files = 100
+        else:
+            self.seq_size = 1 * GiB
+            self.seq_cap = 3.0
+            self.seq_variants = [(64 * KiB, 'warm'), (1 * MiB, 'warm'),
+                                 (64 * KiB, 'cold'), (1 * MiB, 'cold')]
+            self.write_size = 1 * GiB
+            self.write_cap = 3.0
+            self.write_bs = [64 * KiB, 1 * MiB]
+            self.rand_secs = 2.5
+            self.mc_clients = 16
+            self.mc_size = 64 * MiB
+            self.mc_cap = 3.0
+            self.mw_clients = 16
+            self.mw_secs = 2.5
+            self.mw_region = 8 * MiB
+            self.sr_clients = 16
+            self.sr_files = 1000
+            self.sr_secs = 2.5
+            self.sf_files = 1000
+        if prefetch_compare:
+            # warm reads and writes at 64 KiB and 1 MiB
+            self.seq_variants = [(64 * KiB, 'warm'), (1 * MiB, 'warm')]
+            self.write_bs = [64 * KiB, 1 * MiB]
+        self.rand_bs = 4 * KiB
+        self.mw_bs = 8 * KiB
+        self.mc_bs = 64 * KiB
+        self.sf_size = 4 * KiB
+        self.sr_size = 4 * KiB
+
+    def as_dict(self):
+        return {k: v for k, v in vars(self).items()}

@@ -1,0 +1,318 @@
+"""The workloads: for each, its variants (the figure each measures and
+on which backends) and the function that runs one variant on one backend
+and returns its result (the WORKLOADS list in common.py describes
+them)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
+                     KiB, SF_STEPS, human_size, now, size_tag)
+from .cpu import RssSampler
+
+
+class Workloads:
+    """Mixin of Bench: one method per workload."""
+
+    def variants(self, workload):
+        """[(variant id, label, metric, unit, higher_is_better, backends,
+        runner)]"""
+        cfg = self.cfg
+        out = []
+        if workload == 'seqread':
+            for bs, cache in cfg.seq_variants:
+                out.append(('seqread-%s-%s' % (size_tag(bs), cache),
+                            'seq read %s, 1 in flight, %s' % (
+                                human_size(bs), cache),
+                            'mbps', 'MB/s', True, ALL_BACKENDS,
+                            lambda b, bs=bs, c=cache: self.w_seqread(b, bs, c)))
+        elif workload == 'pipelined':
+            out.append(('pipelined-get', 'seq read, pipelined (smbclient get)',
+                        'mbps', 'MB/s', True, ALL_SMB_SHARES,
+                        self.w_pipelined))
+        elif workload == 'randread':
+            for depth in (1, 8):
+                out.append(('randread-4k-qd%d' % depth,
+                            'random 4 KiB reads, %d in flight' % depth,
+                            'iops', 'IOPS', True, ALL_BACKENDS,
+                            lambda b, d=depth: self.w_randread(b, d)))
+        elif workload == 'multiclient':
+            out.append(('multiclient-%d' % cfg.mc_clients,
+                        '%d clients, own file each, 64 KiB reads' %
+                        cfg.mc_clients, 'mbps', 'MB/s', True, ALL_SMB_SHARES,
+                        self.w_multiclient))
+        elif workload == 'smallread':
+            out.append(('smallread-%d' % cfg.sr_clients,
+                        'small-file reads, %d clients (open+read 4 KiB+close)'
+                        % cfg.sr_clients, 'iops', 'req/s', True,
+                        ALL_SMB_SHARES, self.w_smallread))
+        elif workload == 'seqwrite':
+            for bs in cfg.write_bs:
+                out.append(('seqwrite-%s' % size_tag(bs),
+                            'seq write %s, 1 in flight' % human_size(bs),
+                            'mbps', 'MB/s', True, ALL_BACKENDS,
+                            lambda b, bs=bs: self.w_seqwrite(b, bs)))
+        elif workload == 'manywriters':
+            out.append(('manywriters-%d' % cfg.mw_clients,
+                        '%d writers, 8 KiB writes' % cfg.mw_clients,
+                        'iops', 'IOPS', True, ALL_SMB_SHARES,
+                        self.w_manywriters))
+        elif workload == 'smallfiles':
+            out.append(('smallfiles', '%d files of 4 KiB: create/list/read/'
+                        'delete' % cfg.sf_files, 'seconds', 's', False,
+                        ALL_BACKENDS, self.w_smallfiles))
+        return out
+
+    def w_seqread(self, backend, bs, cache):
+        cfg = self.cfg
+        if cache == 'cold':
+            self.drop_caches()
+        else:
+            self.warm(self.fio_name() if backend == 'gfapi'
+                      else self.seq_name())
+        if backend == 'gfapi':
+            return self.fio('seqread', 'read', bs, cfg.seq_size,
+                            DATADIR + '/' + self.fio_name(),
+                            runtime=cfg.seq_cap)
+        return self.smbload('seqread', backend,
+                            DATADIR + '/' + self.seq_name(),
+                            timeout=cfg.seq_cap + 300, bs=bs,
+                            size=cfg.seq_size, seed=self.seq_seed(),
+                            seconds=cfg.seq_cap, linger=CPU_LINGER)
+
+    def w_randread(self, backend, depth):
+        cfg = self.cfg
+        if backend == 'gfapi':
+            self.warm(self.fio_name())
+            return self.fio('randread', 'randread', cfg.rand_bs, cfg.seq_size,
+                            DATADIR + '/' + self.fio_name(),
+                            runtime=cfg.rand_secs, time_based=True,
+                            engine='gfapi' if depth == 1 else 'gfapi_async',
+                            iodepth=depth)
+        self.warm(self.seq_name())
+        return self.smbload('randread', backend,
+                            DATADIR + '/' + self.seq_name(),
+                            timeout=cfg.rand_secs + 300, bs=cfg.rand_bs,
+                            size=cfg.seq_size, seed=self.seq_seed(),
+                            seconds=cfg.rand_secs, clients=depth,
+                            linger=CPU_LINGER)
+
+    def w_multiclient(self, backend):
+        cfg = self.cfg
+        for i in range(cfg.mc_clients):
+            self.warm('%s%02d.dat' % (self.mc_prefix(), i))
+        sampler = RssSampler(self.smbd_pid)
+        sampler.start()
+        try:
+            res = self.smbload('multiread', backend,
+                               DATADIR + '/' + self.mc_prefix(),
+                               timeout=cfg.mc_cap + 300, bs=cfg.mc_bs,
+                               size=cfg.mc_size, seed=2000,
+                               clients=cfg.mc_clients, seconds=cfg.mc_cap,
+                               linger=0.6)
+        finally:
+            sampler.stop()
+        res['smbd_rss_mib'] = round(sampler.peak_kib / 1024.0, 1)
+        res['smbd_procs'] = sampler.peak_procs
+        return res
+
+    def w_smallread(self, backend):
+        cfg = self.cfg
+        return self.smbload('smallread', backend, DATADIR + '/' + self.sr_dir(),
+                            timeout=cfg.sr_secs + 300,
+                            clients=cfg.sr_clients, files=cfg.sr_files,
+                            fsize=cfg.sr_size, seed=5000, seconds=cfg.sr_secs)
+
+    def w_seqwrite(self, backend, bs):
+        cfg = self.cfg
+        try:
+            if backend == 'gfapi':
+                return self.fio('seqwrite', 'write', bs, cfg.write_size,
+                                DATADIR + '/w-gfapi.dat',
+                                runtime=cfg.write_cap)
+            return self.smbload('seqwrite', backend,
+                                DATADIR + '/w-%s.dat' % backend,
+                                timeout=cfg.write_cap + 300, bs=bs,
+                                size=cfg.write_size, seed=3000 + bs // KiB,
+                                seconds=cfg.write_cap, samples=1024,
+                                linger=CPU_LINGER)
+        finally:
+            subprocess.run(['sync'])
+
+    def w_manywriters(self, backend):
+        cfg = self.cfg
+        try:
+            return self.smbload('multiwrite', backend,
+                                DATADIR + '/mw-%s-' % backend,
+                                timeout=cfg.mw_secs + 300, bs=cfg.mw_bs,
+                                clients=cfg.mw_clients, seed=4000,
+                                seconds=cfg.mw_secs, region=cfg.mw_region)
+        finally:
+            subprocess.run(['sync'])
+
+    def w_pipelined(self, backend):
+        cfg = self.cfg
+        self.warm(self.seq_name())
+        fifo = os.path.join(self.tmp, 'get.fifo')
+        if os.path.exists(fifo):
+            os.unlink(fifo)
+        os.mkfifo(fifo)
+        chk_cmd = [os.path.join(BIN, 'patfile'), 'stream', fifo,
+                   str(cfg.seq_size), str(self.seq_seed())]
+        cli_cmd = self.smbclient_cmd(backend, [
+            'get %s\\%s %s' % (DATADIR, self.seq_name(), fifo)])
+        self.note('+ ' + ' '.join(chk_cmd))
+        self.note('+ ' + ' '.join(cli_cmd))
+        chk = subprocess.Popen(chk_cmd, stdout=subprocess.PIPE,
+                               universal_newlines=True)
+        clilog = open(os.path.join(self.tmp, 'smbclient.out'), 'w+')
+        cli = subprocess.Popen(cli_cmd, stdout=clilog,
+                               stderr=subprocess.STDOUT)
+        if self.cpu is not None:
+            self.cpu.add_client(cli.pid)
+        deadline = now() + 300
+        out = None
+        while now() < deadline:
+            if chk.poll() is not None:
+                break
+            if cli.poll() is not None:
+                # smbclient gone: make sure the checker's open returns
+                t = now()
+                while chk.poll() is None and now() - t < 5:
+                    time.sleep(0.1)
+                if chk.poll() is None:
+                    try:
+                        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                        os.close(fd)
+                    except OSError:
+                        pass
+                break
+            time.sleep(0.05)
+        try:
+            out, _ = chk.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            chk.kill()
+            out, _ = chk.communicate()
+        self.stop_client(cli)
+        clilog.seek(0)
+        self.note('  smbclient: ' + clilog.read()[-1000:].strip())
+        clilog.close()
+        try:
+            res = json.loads(out)
+        except ValueError:
+            res = {'ok': False, 'error': 'checker printed %r' % out[-200:]}
+        self.note('  ' + json.dumps(res))
+        return res
+
+    def w_smallfiles(self, backend):
+        cfg = self.cfg
+        n = cfg.sf_files
+        name = 'sf-%s' % backend
+        local_dir = os.path.join(self.backend_root(backend), name)
+        if os.path.exists(local_dir):
+            shutil.rmtree(local_dir)
+        if backend == 'gfapi':
+            return self.w_smallfiles_gfapi(name, local_dir)
+        src = os.path.join(self.tmp, 'sf-src')
+        dst = os.path.join(self.tmp, 'sf-dst')
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        os.makedirs(dst)
+        marks = os.path.join(self.tmp, 'marks')
+        if os.path.exists(marks):
+            os.unlink(marks)
+        # commands on stdin: smbclient runs `!cmd` (here: a time stamp)
+        # only in its interactive loop, not with -c
+        mark = '!date +%%s.%%N >> %s' % marks
+        cmds = ['prompt off', 'cd %s' % DATADIR, 'mkdir %s' % name,
+                'cd %s' % name, 'lcd %s' % src,
+                mark, 'mput *', mark, 'ls', mark, 'ls', mark,
+                'lcd %s' % dst, 'mget *', mark,
+                'cd ..', 'deltree %s' % name, mark]
+        cmdfile = os.path.join(self.tmp, 'sf.cmds')
+        with open(cmdfile, 'w') as f:
+            f.write('\n'.join(cmds) + '\n')
+        cmd = self.smbclient_cmd(backend, None)
+        self.note('+ ' + ' '.join(cmd) + ' < ' + cmdfile + ': ' +
+                  '; '.join(cmds))
+        outf = os.path.join(self.tmp, 'sf.out')
+        with open(outf, 'w') as o, open(cmdfile) as i:
+            cli = subprocess.Popen(cmd, stdin=i, stdout=o,
+                                   stderr=subprocess.STDOUT)
+            deadline = now() + 900
+            while now() < deadline and cli.poll() is None:
+                try:
+                    with open(marks) as f:
+                        if len(f.read().split()) >= 6:
+                            break
+                except OSError:
+                    pass
+                time.sleep(0.05)
+            self.stop_client(cli)
+        with open(outf) as f:
+            text = f.read()
+        self.note('  smbclient output (tail): ' + text[-1500:].strip())
+        try:
+            with open(marks) as f:
+                t = [float(x) for x in f.read().split()]
+        except OSError:
+            t = []
+        res = {'ok': False}
+        if len(t) < 6:
+            res['error'] = 'smbclient did not finish its steps (%d of 6 ' \
+                'marks): %s' % (len(t), text.strip()[-300:])
+            return res
+        steps = {'create': t[1] - t[0], 'list': t[2] - t[1],
+                 'relist': t[3] - t[2], 'read': t[4] - t[3],
+                 'delete': t[5] - t[4]}
+        listed = len(re.findall(r'^\s+f\d{4}\.dat\s+\S*\s+%d\s' %
+                                cfg.sf_size, text, re.M))
+        errs = []
+        if listed != 2 * n:
+            errs.append('the two ls listed %d of %d files' % (listed, 2 * n))
+        rc, out, _ = self.patfile('checkset', dst, n, cfg.sf_size, 7000)
+        if rc != 0:
+            errs.append('mget: ' + out.strip())
+        if os.path.exists(local_dir):
+            errs.append('deltree left %s' % local_dir)
+        if 'NT_STATUS_' in text:
+            m = re.search(r'.*NT_STATUS_\w+.*', text)
+            errs.append('smbclient: ' + m.group(0).strip())
+        res = {'ok': not errs, 'steps': steps,
+               'checked_bytes': n * cfg.sf_size if rc == 0 else 0}
+        if errs:
+            res['error'] = '; '.join(errs)
+        return res
+
+    def w_smallfiles_gfapi(self, name, local_dir):
+        """The smallfiles steps through libgfapi alone (mdfloor)."""
+        cfg = self.cfg
+        cmd = [os.path.join(BIN, 'mdfloor'), self.volume, self.ghost,
+               '/%s/%s' % (DATADIR, name), str(cfg.sf_files),
+               str(cfg.sf_size), '8',
+               os.path.join(self.tmp, 'mdfloor-gfapi.log')]
+        rc, out, err = self.run_cmd(cmd, 900)
+        self.note('  mdfloor: %s %s' % (out.strip(), err.strip()))
+        steps = {}
+        for line in out.splitlines():
+            k, _, v = line.partition(' ')
+            try:
+                steps[k] = float(v)
+            except ValueError:
+                pass
+        res = {'ok': False}
+        want = SF_STEPS
+        if rc != 0 or any(k not in steps for k in want):
+            res['error'] = 'mdfloor failed (%d): %s' % (
+                rc, (err or out).strip()[-300:])
+            return res
+        if os.path.exists(local_dir):
+            res['error'] = 'mdfloor left %s' % local_dir
+            return res
+        return {'ok': True, 'steps': {k: steps[k] for k in want},
+                'list_noea': steps.get('list-noea'),
+                'checked_bytes': cfg.sf_files * cfg.sf_size}

@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# test/lib/stack/common.sh: paths, names and small helpers of test/stack
+# (sourced by it, after it has set ROOT, the checkout's top directory).
+
+: "${ROOT:?test/lib/stack/common.sh needs ROOT (sourced by test/stack)}"
+
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+STACK=$ROOT/.stack
+STATE=$STACK/state
+SMBDIR=$STACK/smb
+CONF=$SMBDIR/smb.conf
+FUSE=$STACK/fuse
+LOCAL=$STACK/local
+BRICKROOT=$STACK/bricks
+BUILDLOG=$STACK/build.log
+
+USER1=gf2user1 PASS1=gf2pass1
+USER2=gf2user2 PASS2=gf2pass2
+GROUP=gf2group
+# Overridable so that a second checkout (a CI verification run, say) can
+# run its own stack beside this one on the same glusterd.
+DEFAULT_PORT=${GF2_STACK_PORT:-4450}
+VOL_DIST=${GF2_STACK_VOLUME:-gf2test}
+VOL_REP3=${GF2_STACK_VOLUME_REP3:-gf2rep3}
+SHARES="glusterfs2 glusterfs fuse local glusterfs2-noprefetch"
+ASAN_MODULE=glusterfs2_asan
+ASAN_REPORTS=$STACK/asan-reports
+SANITIZERS=$ROOT/test/asan/sanitizers.py
+OUR_VOLUMES="$VOL_DIST $VOL_REP3"
+SMB_HOST=127.0.0.1
+# The share of a baseline build of the module (up --baseline-module NAME)
+BASE_SHARE=glusterfs2-base
+
+log() { echo "stack: $*"; }
+
+warn() { echo "stack: WARNING: $*" >&2; }
+
+die() {
+	echo "stack: error: $*" >&2
+	exit 1
+}
+
+need_root() {
+	[ "$(id -u)" = 0 ] || die "must run as root (glusterd, mount, useradd, smbd)"
+}
+
+# Bounded wait: wait_for SECONDS DESCRIPTION COMMAND...
+wait_for() {
+	local secs=$1 what=$2 i
+	shift 2
+	for ((i = 0; i < secs * 2; i++)); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.5
+	done
+	return 1
+}
+
+host_name() { hostname; }
+
+check_hostname() {
+	local h addrs a
+	h=$(host_name)
+	addrs=$(getent ahosts "$h" | awk '{print $1}' | sort -u) || true
+	[ -n "$addrs" ] ||
+		die "hostname '$h' does not resolve; add '127.0.0.1 $h' to /etc/hosts"
+	for a in $addrs; do
+		case $a in
+		127.* | ::1) ;;
+		*) die "hostname '$h' resolves to $a, not a loopback address; the stack is" \
+			"loopback-only: make '$h' resolve to 127.0.0.1 in /etc/hosts" ;;
+		esac
+	done
+}
+
+kill_pids() { # WHAT PID...
+	local what=$1 i alive p
+	shift
+	[ $# -gt 0 ] || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	for ((i = 0; i < 20; i++)); do
+		alive=""
+		for p in "$@"; do
+			if kill -0 "$p" 2>/dev/null; then alive="$alive $p"; fi
+		done
+		[ -n "$alive" ] || return 0
+		sleep 0.5
+	done
+	warn "$what did not exit on SIGTERM, sending SIGKILL to$alive"
+	# shellcheck disable=SC2086
+	kill -KILL $alive 2>/dev/null || true
+	sleep 0.5
+}
+
+port_listeners() { # PORT -> "pid ..." of listeners, or "?" if unknown owner
+	ss -Hltnp "sport = :$1" 2>/dev/null || true
+}
+
+q() { # shell-quote a value only when needed
+	if [[ $1 =~ ^[A-Za-z0-9_./:@%+,=-]*$ ]]; then
+		printf '%s' "$1"
+	else
+		printf "'%s'" "${1//\'/\'\\\'\'}"
+	fi
+}

@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# test/lib/stack/down.sh: `test/stack down`.
+# Sourced by test/stack (after common.sh).
+
+cmd_down() {
+	local purge=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--purge) purge=1 ;;
+		*) die "down: unknown option '$1' (usage: test/stack down [--purge])" ;;
+		esac
+		shift
+	done
+	need_root
+	if [ ! -d "$STACK" ]; then
+		log "nothing to do (no $STACK)"
+		return 0
+	fi
+	take_lock
+
+	# smbd
+	stop_smbd
+
+	# FUSE
+	if [ -n "$(fuse_source)" ]; then
+		log "unmounting $FUSE"
+		unmount_fuse
+	fi
+
+	# volumes
+	local vol pids started
+	if pgrep -x glusterd >/dev/null && glusterd_answers; then
+		for vol in $OUR_VOLUMES; do
+			if volume_exists "$vol"; then
+				if volume_is_ours_or_stale "$vol"; then
+					delete_volume "$vol"
+				else
+					log "volume $vol has bricks outside $BRICKROOT: not ours, left alone"
+				fi
+			fi
+		done
+	elif [ -d "$BRICKROOT" ]; then
+		warn "glusterd is not running: cannot delete the test volume definitions;" \
+			"the next 'up' recreates them"
+	fi
+
+	# Stragglers serving our bricks/mount (brick daemons, self-heal, client)
+	pids=$(our_gluster_pids | tr '\n' ' ')
+	if [ -n "${pids// /}" ]; then
+		log "stopping gluster processes of the test volume(s): $pids"
+		# shellcheck disable=SC2086
+		kill_pids gluster $pids
+	fi
+	if [ -d "$BRICKROOT" ]; then
+		log "removing bricks $BRICKROOT"
+		rm -rf "${BRICKROOT:?}"
+	fi
+
+	# glusterd, only if we started it
+	started=$(state_get STARTED_GLUSTERD 0)
+	if [ "$started" = 1 ]; then
+		local others=""
+		pids=$(pgrep -x glusterd | tr '\n' ' ' || true)
+		if [ -n "${pids// /}" ] && glusterd_answers; then
+			others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
+		fi
+		if [ -n "${others// /}" ]; then
+			log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
+		elif [ -n "${pids// /}" ]; then
+			log "stopping glusterd ($pids), which test/stack up had started"
+			# shellcheck disable=SC2086
+			kill_pids glusterd $pids
+		fi
+	fi
+
+	rm -rf "${LOCAL:?}"
+	rmdir "$FUSE" 2>/dev/null || true
+	rm -f "$STATE"
+
+	if [ "$purge" = 1 ]; then
+		delete_users
+		exec 9>&-
+		rm -rf "${STACK:?}"
+	fi
+	log "down"
+}
