@@ -311,9 +311,18 @@ def heal_and_wait(vol, nbricks):
 # -- glusterd -----------------------------------------------------------------
 
 def glusterd_pids():
+    """The host's glusterd: not those of test platforms' root file
+    systems (test/platform/root), which share the PID namespace."""
     p = subprocess.run(['pgrep', '-x', 'glusterd'], stdout=subprocess.PIPE,
                        universal_newlines=True)
-    return [int(x) for x in p.stdout.split()]
+    pids = []
+    for x in p.stdout.split():
+        try:
+            if os.readlink('/proc/%s/root' % x) == '/':
+                pids.append(int(x))
+        except OSError:
+            pass
+    return pids
 
 
 def glusterd_answers():

@@ -29,7 +29,7 @@ cmd_down() {
 
 	# volumes
 	local vol pids started
-	if pgrep -x glusterd >/dev/null && glusterd_answers; then
+	if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
 		for vol in $OUR_VOLUMES; do
 			if volume_exists "$vol"; then
 				if volume_is_ours_or_stale "$vol"; then
@@ -60,7 +60,7 @@ cmd_down() {
 	started=$(state_get STARTED_GLUSTERD 0)
 	if [ "$started" = 1 ]; then
 		local others=""
-		pids=$(pgrep -x glusterd | tr '\n' ' ' || true)
+		pids=$(host_pgrep -x glusterd | tr '\n' ' ')
 		if [ -n "${pids// /}" ] && glusterd_answers; then
 			others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
 		fi

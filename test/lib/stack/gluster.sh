@@ -8,8 +8,19 @@ gl() {
 	timeout 150 gluster --mode=script "$@"
 }
 
+# pgrep for the host's own processes: those of the test platforms'
+# root file systems (test/platform/root) share the PID namespace but not
+# the root directory, and are never this stack's.
+host_pgrep() {
+	local pid
+	for pid in $(pgrep "$@" 2>/dev/null || true); do
+		[ "$(readlink "/proc/$pid/root" 2>/dev/null)" = / ] && echo "$pid"
+	done
+	return 0
+}
+
 glusterd_pid() {
-	{ pgrep -x glusterd || true; } | head -n 1
+	host_pgrep -x glusterd | head -n 1
 }
 
 glusterd_answers() {
@@ -23,7 +34,7 @@ glusterd_answers() {
 our_gluster_pids() {
 	local pid exe cmd v
 	v=$(state_get GLUSTER_VOLUME)
-	for pid in $(pgrep -x 'glusterfs|glusterfsd' 2>/dev/null || true); do
+	for pid in $(host_pgrep -x 'glusterfs|glusterfsd'); do
 		exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
 		case $exe in
 		*/glusterfs | */glusterfsd) ;;
@@ -113,7 +124,7 @@ ensure_glusterd() {
 	if glusterd_answers; then
 		return 0
 	fi
-	if ! pgrep -x glusterd >/dev/null; then
+	if [ -z "$(glusterd_pid)" ]; then
 		log "starting glusterd"
 		glusterd 9>&- || die "glusterd failed to start (see /var/log/glusterfs/glusterd.log)"
 		state_set STARTED_GLUSTERD 1
