@@ -151,6 +151,78 @@ static void gf2_volume_check_options(struct gf2_volume *vol)
 	}
 }
 
+/*
+ * Set one translator option of the client graph.  A failure is logged;
+ * only a required option's failure is returned.
+ */
+static int gf2_xlator_option(glfs_t *fs, const char *volname,
+			     const char *xlator, const char *key,
+			     const char *value, const char *what,
+			     bool required)
+{
+	int ret = glfs_set_xlator_option(fs, xlator, key, value);
+
+	if (ret >= 0) {
+		return 0;
+	}
+	if (required) {
+		DBG_ERR("volume %s: cannot set %s: %s; refusing to connect\n",
+			volname, what, strerror(errno));
+		return -1;
+	}
+	DBG_WARNING("volume %s: cannot %s: %s\n", volname, what,
+		    strerror(errno));
+	return 0;
+}
+
+/* The client graph's options, before glfs_init. */
+static int gf2_volume_set_xlators(glfs_t *fs,
+				  const struct gf2_volume_params *p)
+{
+	/*
+	 * Samba sends ACL xattrs through POSIX ACL calls: let md-cache
+	 * cache them, as the FUSE client does.
+	 */
+	gf2_xlator_option(fs, p->volname, "*-md-cache", "cache-posix-acl",
+			  "true", "enable md-cache POSIX ACL caching", false);
+	/*
+	 * Let md-cache fetch the xattrs smbd asks for after every listing
+	 * (DOS attributes, NT ACLs, streams, fruit metadata) with each
+	 * readdirplus and answer those lookups from memory, as the volume
+	 * option performance.cache-samba-metadata does.  md-cache's own
+	 * coherence rules apply: its timeout, and upcall invalidation when
+	 * the volume has features.cache-invalidation on.
+	 */
+	gf2_xlator_option(fs, p->volname, "*-md-cache",
+			  "cache-samba-metadata", "true",
+			  "enable md-cache samba metadata caching", false);
+	/*
+	 * Client-side io-threads sits above md-cache: every call, even one
+	 * md-cache answers from memory, would hop to one of its threads and
+	 * back.  smbd's calls are either asynchronous already (the data
+	 * path) or wait for their answer anyway, so run them in the calling
+	 * thread.
+	 */
+	if (p->client_io_threads_off) {
+		gf2_xlator_option(fs, p->volname, "*-io-threads",
+				  "pass-through", "true",
+				  "bypass client io-threads", false);
+	}
+	/* The snapshot entry point (.snaps) appears under the share root. */
+	gf2_xlator_option(fs, p->volname, "*-snapview-client",
+			  "snapdir-entry-path", p->connectpath,
+			  "set snapdir-entry-path", false);
+	/*
+	 * Samba orders writes and flushes itself and relies on a write being
+	 * on the bricks once it is acknowledged to the client: bypass
+	 * write-behind, as the stock module does.  Without pass-through
+	 * support data could be lost, so refuse to connect.
+	 */
+	return gf2_xlator_option(fs, p->volname, "*-write-behind",
+				 "pass-through", "true",
+				 "write-behind pass-through", true);
+}
+
 struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 {
 	struct gf2_volume *vol = NULL;
@@ -222,68 +294,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 		goto fail;
 	}
 
-	/*
-	 * Samba sends ACL xattrs through POSIX ACL calls: let md-cache
-	 * cache them, as the FUSE client does.
-	 */
-	ret = glfs_set_xlator_option(vol->fs, "*-md-cache",
-				     "cache-posix-acl", "true");
-	if (ret < 0) {
-		DBG_WARNING("volume %s: cannot enable md-cache POSIX ACL "
-			    "caching: %s\n", p->volname, strerror(errno));
-	}
-
-	/*
-	 * Let md-cache fetch the xattrs smbd asks for after every listing
-	 * (DOS attributes, NT ACLs, streams, fruit metadata) with each
-	 * readdirplus and answer those lookups from memory, as the volume
-	 * option performance.cache-samba-metadata does.  md-cache's own
-	 * coherence rules apply: its timeout, and upcall invalidation when
-	 * the volume has features.cache-invalidation on.
-	 */
-	ret = glfs_set_xlator_option(vol->fs, "*-md-cache",
-				     "cache-samba-metadata", "true");
-	if (ret < 0) {
-		DBG_WARNING("volume %s: cannot enable md-cache samba metadata "
-			    "caching: %s\n", p->volname, strerror(errno));
-	}
-
-	/*
-	 * Client-side io-threads sits above md-cache: every call, even one
-	 * md-cache answers from memory, would hop to one of its threads and
-	 * back.  smbd's calls are either asynchronous already (the data
-	 * path) or wait for their answer anyway, so run them in the calling
-	 * thread.
-	 */
-	if (p->client_io_threads_off) {
-		ret = glfs_set_xlator_option(vol->fs, "*-io-threads",
-					     "pass-through", "true");
-		if (ret < 0) {
-			DBG_WARNING("volume %s: cannot bypass client "
-				    "io-threads: %s\n", p->volname,
-				    strerror(errno));
-		}
-	}
-
-	/* The snapshot entry point (.snaps) appears under the share root. */
-	ret = glfs_set_xlator_option(vol->fs, "*-snapview-client",
-				     "snapdir-entry-path", p->connectpath);
-	if (ret < 0) {
-		DBG_WARNING("volume %s: cannot set snapdir-entry-path: %s\n",
-			    p->volname, strerror(errno));
-	}
-
-	/*
-	 * Samba orders writes and flushes itself and relies on a write being
-	 * on the bricks once it is acknowledged to the client: bypass
-	 * write-behind, as the stock module does.  Without pass-through
-	 * support data could be lost, so refuse to connect.
-	 */
-	ret = glfs_set_xlator_option(vol->fs, "*-write-behind",
-				     "pass-through", "true");
-	if (ret < 0) {
-		DBG_ERR("volume %s: cannot set write-behind pass-through: %s; "
-			"refusing to connect\n", p->volname, strerror(errno));
+	if (gf2_volume_set_xlators(vol->fs, p) != 0) {
 		goto fail;
 	}
 
