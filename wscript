@@ -75,6 +75,7 @@ CORE_SOURCES = [
 MODULE_SOURCES = [
     # bridge
     'source/gf2_volume.c',
+    'source/gf2_transport.c',
     'source/gf2_async.c',
     'source/gf2_upcall.c',
     'source/gf2_stats.c',

@@ -65,6 +65,11 @@ struct gf2_volume_params {
 };
 
 struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p);
+/*
+ * Before the first glfs_init of the process: link Gluster's socket
+ * transport to libglusterfs' own helpers (gf2_transport.c).
+ */
+void gf2_transport_bind(void);
 void gf2_volume_put(struct gf2_volume *vol);
 void gf2_volume_loop_gone(void);
 void gf2_volume_io_begin(struct gf2_volume *vol);

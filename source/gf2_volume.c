@@ -298,6 +298,7 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 		goto fail;
 	}
 
+	gf2_transport_bind();
 	ret = glfs_init(vol->fs);
 	if (ret < 0) {
 		DBG_ERR("volume %s unavailable from volfile servers %s: %s\n",

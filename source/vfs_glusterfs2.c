@@ -8,8 +8,8 @@
  *
  *   pure core     gf2_options, gf2_readahead, gf2_pfbook, gf2_mdcache,
  *                 gf2_acl_xattr, gf2_hold: no Samba, no gfapi
- *   bridge        gf2_volume, gf2_async, gf2_upcall, gf2_stats:
- *                 gfapi calls completed into tevent
+ *   bridge        gf2_volume, gf2_transport, gf2_async, gf2_upcall,
+ *                 gf2_stats: gfapi calls completed into tevent
  *   caches        gf2_prefetch (data), gf2_meta (metadata), gf2_cache
  *                 (the one entry point over both)
  *   VFS glue      gf2_config, gf2_handles, gf2_dir, gf2_metaops,
