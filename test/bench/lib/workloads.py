@@ -227,10 +227,11 @@ class Workloads:
         if os.path.exists(marks):
             os.unlink(marks)
         # commands on stdin: smbclient runs `!cmd` only in its interactive
-        # loop, not with -c.  The sleep after the second mark keeps the
-        # connection for a CPU sample after t_end (CpuSampler).
+        # loop, not with -c.  The sleeps around the marks give the
+        # CpuSampler a sample of the serving smbd before t_start and one
+        # after t_end.
         mark = '!%s now >> %s' % (os.path.join(BIN, 'patfile'), marks)
-        cmds = ['cd %s' % DATADIR, mark,
+        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark,
                 'put %s %s' % (self.pw_src, name), mark,
                 '!sleep %g' % CPU_LINGER]
         cmdfile = os.path.join(self.tmp, 'pw.cmds')
