@@ -15,6 +15,9 @@
  *                                        check every byte, time it
  *                                        (t_start, t_end: CLOCK_MONOTONIC
  *                                        seconds of the open and of EOF)
+ *   patfile now                          print CLOCK_MONOTONIC seconds (the
+ *                                        marks around smbclient's put,
+ *                                        run from its `!` command)
  *
  * check, checkset and stream print one JSON object; exit 0 if good.
  */
@@ -217,9 +220,13 @@ static int stream(const char *path, uint64_t size, uint64_t seed, uint8_t *buf)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "now")) {
+		printf("%.6f\n", now());
+		return 0;
+	}
 	if (argc < 5) {
 		fprintf(stderr, "usage: patfile make|check|makeset|checkset|"
-			"stream PATH SIZE|COUNT [FSIZE] SEED\n");
+			"stream PATH SIZE|COUNT [FSIZE] SEED, or now\n");
 		return 2;
 	}
 	uint8_t *buf = malloc(BUFSZ);

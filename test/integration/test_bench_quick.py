@@ -1,8 +1,9 @@
 """The benchmark suite as a smoke test: `test/bench/run --quick` against
 the stack that is up must give every workload a checked result on every
-share (and raw gfapi where it applies), and the runs that move a known
-number of bytes through glusterfs and glusterfs2 a positive smbd CPU time
-per GiB.  No speed is ever asserted."""
+share (and raw gfapi where it applies), every byte of pipewrite's put
+checked through the FUSE mount or the local directory, and the runs that
+move a known number of bytes through glusterfs and glusterfs2 a positive
+smbd CPU time per GiB.  No speed is ever asserted."""
 
 import json
 import os
@@ -11,12 +12,12 @@ import subprocess
 from conftest import TOP
 
 WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient', 'smallread',
-             'seqwrite', 'manywriters', 'smallfiles']
+             'seqwrite', 'pipewrite', 'manywriters', 'smallfiles']
 SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
 GFAPI_WORKLOADS = ['seqread', 'randread', 'seqwrite']
 # runs with smbd CPU seconds per GiB moved (test/bench/run CPU_WORKLOADS)
 CPU_WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient',
-                 'seqwrite']
+                 'seqwrite', 'pipewrite']
 
 
 def test_bench_quick(stack, tmp_path):
@@ -35,6 +36,13 @@ def test_bench_quick(stack, tmp_path):
         assert r['value'] is not None and r['value'] > 0, r
         if r['workload'] != 'smallfiles' and r['backend'] != 'gfapi':
             assert r['checked_bytes'] and r['checked_bytes'] > 0, r
+    # pipewrite: every byte put was read back (not through SMB) and checked
+    for r in runs:
+        if r['workload'] == 'pipewrite':
+            assert r['checked_bytes'] == r['raw']['bytes'] > 0, r
+            assert r['raw']['checked_via'].startswith(
+                stack['LOCAL_DIR'] if r['backend'] == 'local'
+                else stack['FUSE_MOUNT']), r
     for w in WORKLOADS:
         for s in SHARES + (['gfapi'] if w in GFAPI_WORKLOADS else []):
             assert any(r['workload'] == w and r['backend'] == s and r['ok']

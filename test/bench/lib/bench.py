@@ -28,6 +28,8 @@ class Bench(Clients, Data, Workloads):
         self.out = outdir
         self.log = open(os.path.join(outdir, 'log.txt'), 'w')
         self.tmp = tempfile.mkdtemp(prefix='gf2bench.')
+        self.shm = None         # RAM-backed directory (pipewrite's source)
+        self.pw_src = None
         self.records = []
         self.host = env['SMB_HOST']
         self.port = env['SMB_PORT']

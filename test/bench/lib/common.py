@@ -30,8 +30,9 @@ PREFETCH_COMPARE_WORKLOADS = ['seqread', 'randread', 'seqwrite']
 PREFETCH_COMPARE_BACKENDS = ['glusterfs', 'glusterfs2', NOPF]
 # runs whose smbd (and brick) CPU time per GiB moved is measured
 CPU_WORKLOADS = {'seqread', 'pipelined', 'randread', 'multiclient',
-                 'seqwrite'}
+                 'seqwrite', 'pipewrite'}
 DATADIR = 'gf2bench'          # directory of the benchmark files
+PW_SEED = 6000                # the pattern of pipewrite's source file
 CPU_LINGER = 0.25             # s a client stays connected after its timed
 #                               part: CPU samples after t_end (CpuSampler)
 
@@ -72,6 +73,18 @@ WORKLOADS = [
      'then 1024 random 4 KiB blocks '
      'plus the first and last are read back and checked, and the size. '
      'gfapi: fio gfapi, read back and crc32c-verified by fio.'),
+    ('pipewrite',
+     'Sequential write with several requests in flight (copying a file '
+     'onto the share): `smbclient` `put` of a pattern file in /dev/shm '
+     '(made once per run, the size of the pipelined read) to a new file '
+     '(smbclient keeps a 16 MiB window of writes of the server\'s maximum '
+     'size in flight: two of 8 MiB with smbd\'s default); '
+     'timed from the start of the put to its end, close included (marks '
+     'from smbclient\'s `!` command around it, so session setup is not '
+     'counted). The written file is then read back through the backend\'s '
+     'own path (the FUSE mount for the gluster shares, the local directory '
+     'for local), checked byte for byte, and deleted. No gfapi '
+     'equivalent.'),
     ('manywriters',
      'Many writers at once: 16 clients, each its own connection writing '
      '8 KiB blocks sequentially into its own file (wrapping at a region), '

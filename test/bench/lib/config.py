@@ -53,6 +53,7 @@ class Config:
         self.mc_bs = 64 * KiB
         self.sf_size = 4 * KiB
         self.sr_size = 4 * KiB
+        self.pw_size = self.seq_size      # pipewrite: as the pipelined read
 
     def as_dict(self):
         return {k: v for k, v in vars(self).items()}

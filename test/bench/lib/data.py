@@ -6,9 +6,11 @@ cache (warm, drop)."""
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
-from .common import ALL_SMB_SHARES, DATADIR, MiB, human_size, now, size_tag
+from .common import (ALL_SMB_SHARES, DATADIR, PW_SEED, MiB, human_size, now,
+                     size_tag)
 
 
 class Data:
@@ -100,6 +102,13 @@ class Data:
                               '--verify=crc32c', '--verify_interval=4096',
                               '--do_verify=0', '--verify_state_save=0'],
                              600, check=True)
+        if 'pipewrite' in workloads and \
+                any(b in ALL_SMB_SHARES for b in backends):
+            # the source of smbclient's put, in RAM: reading it costs the
+            # client nothing the disk would add
+            self.shm = tempfile.mkdtemp(prefix='gf2bench.', dir='/dev/shm')
+            self.pw_src = os.path.join(self.shm, 'pw-src.dat')
+            self.patfile('make', self.pw_src, cfg.pw_size, PW_SEED)
         if 'smallfiles' in workloads:
             src = os.path.join(self.tmp, 'sf-src')
             os.makedirs(src, exist_ok=True)
@@ -207,7 +216,7 @@ class Data:
             if not os.path.isdir(root):
                 continue
             for n in os.listdir(root):
-                if n.startswith(('w-', 'mw-', 'sf-')):
+                if n.startswith(('w-', 'mw-', 'sf-', 'pw-')):
                     p = os.path.join(root, n)
                     try:
                         if os.path.isdir(p):
@@ -217,3 +226,5 @@ class Data:
                     except OSError:
                         pass
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.shm is not None:
+            shutil.rmtree(self.shm, ignore_errors=True)

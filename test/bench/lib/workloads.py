@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
-                     KiB, SF_STEPS, human_size, now, size_tag)
+                     PW_SEED, KiB, SF_STEPS, human_size, now, size_tag)
 from .cpu import RssSampler
 
 
@@ -56,6 +56,10 @@ class Workloads:
                             'seq write %s, 1 in flight' % human_size(bs),
                             'mbps', 'MB/s', True, ALL_BACKENDS,
                             lambda b, bs=bs: self.w_seqwrite(b, bs)))
+        elif workload == 'pipewrite':
+            out.append(('pipewrite-put', 'seq write, pipelined (smbclient '
+                        'put)', 'mbps', 'MB/s', True, ALL_SMB_SHARES,
+                        self.w_pipewrite))
         elif workload == 'manywriters':
             out.append(('manywriters-%d' % cfg.mw_clients,
                         '%d writers, 8 KiB writes' % cfg.mw_clients,
@@ -207,6 +211,90 @@ class Workloads:
             res = {'ok': False, 'error': 'checker printed %r' % out[-200:]}
         self.note('  ' + json.dumps(res))
         return res
+
+    def w_pipewrite(self, backend):
+        """smbclient put of the pattern file in /dev/shm (Data.prepare),
+        timed by `patfile now` marks before and after it; then the file
+        checked (every byte) through the backend's own path, and deleted
+        """
+        cfg = self.cfg
+        size = cfg.pw_size
+        name = 'pw-%s.dat' % backend
+        dst = os.path.join(self.backend_root(backend), name)
+        if os.path.exists(dst):
+            os.unlink(dst)
+        marks = os.path.join(self.tmp, 'pw.marks')
+        if os.path.exists(marks):
+            os.unlink(marks)
+        # commands on stdin: smbclient runs `!cmd` only in its interactive
+        # loop, not with -c.  The sleeps around the marks give the
+        # CpuSampler a sample of the serving smbd before t_start and one
+        # after t_end.
+        mark = '!%s now >> %s' % (os.path.join(BIN, 'patfile'), marks)
+        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark,
+                'put %s %s' % (self.pw_src, name), mark,
+                '!sleep %g' % CPU_LINGER]
+        cmdfile = os.path.join(self.tmp, 'pw.cmds')
+        with open(cmdfile, 'w') as f:
+            f.write('\n'.join(cmds) + '\n')
+        cmd = self.smbclient_cmd(backend, None)
+        self.note('+ ' + ' '.join(cmd) + ' < ' + cmdfile + ': ' +
+                  '; '.join(cmds))
+        outf = os.path.join(self.tmp, 'pw.out')
+        try:
+            with open(outf, 'w') as o, open(cmdfile) as i:
+                cli = subprocess.Popen(cmd, stdin=i, stdout=o,
+                                       stderr=subprocess.STDOUT)
+                if self.cpu is not None:
+                    self.cpu.add_client(cli.pid)
+                # (not waiting for its exit: the stock module's tree
+                # disconnect takes ~10 s; stop_client)
+                deadline = now() + 300
+                while now() < deadline and cli.poll() is None:
+                    try:
+                        with open(marks) as f:
+                            if len(f.read().split()) >= 2:
+                                break
+                    except OSError:
+                        pass
+                    time.sleep(0.05)
+                self.stop_client(cli, grace=CPU_LINGER + 0.5)
+            with open(outf) as f:
+                text = f.read()
+            self.note('  smbclient: ' + text[-1000:].strip())
+            try:
+                with open(marks) as f:
+                    t = [float(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                t = []
+            if len(t) < 2 or t[1] <= t[0]:
+                return {'ok': False, 'error': 'smbclient did not finish '
+                        'the put (%d of 2 marks): %s' % (
+                            len(t), text.strip()[-300:])}
+            if 'NT_STATUS_' in text:
+                m = re.search(r'.*NT_STATUS_\w+.*', text)
+                return {'ok': False, 'error': 'smbclient: ' +
+                        m.group(0).strip()}
+            secs = t[1] - t[0]
+            res = {'ok': True, 'bytes': size, 'seconds': secs,
+                   'mbps': size / secs / 1e6, 't_start': t[0],
+                   't_end': t[1], 'checked_bytes': 0,
+                   'checked_via': dst}
+            rc, out, _ = self.patfile('check', dst, size, PW_SEED, 'all')
+            if rc != 0:
+                try:
+                    err = json.loads(out).get('error')
+                except ValueError:
+                    err = out.strip()[-300:]
+                res.update(ok=False, error='written file: %s' % err)
+            else:
+                res['checked_bytes'] = size
+            self.note('  ' + json.dumps(res))
+            return res
+        finally:
+            if os.path.exists(dst):
+                os.unlink(dst)
+            subprocess.run(['sync'])
 
     def w_smallfiles(self, backend):
         cfg = self.cfg
