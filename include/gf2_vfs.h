@@ -94,8 +94,10 @@ int gf2_t_removexattr(const struct gf2_target *t, const char *name);
 /* Cache upkeep for changes through an fsp. */
 void gf2_meta_changed_fsp(struct gf2_conn *c,
 			  const struct files_struct *fsp);
-void gf2_meta_changed_stat_fsp(struct vfs_handle_struct *handle,
-			       const struct files_struct *fsp);
+/* h: fsp's handle, or NULL */
+void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
+			       const struct files_struct *fsp,
+			       struct gf2_handle *h);
 
 /* Configuration (gf2_config.c). */
 struct gf2_share_config {

@@ -56,16 +56,17 @@ static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
  * gf2_change_end once the change is on the bricks (may be NULL).
  */
 static struct gf2_pf_file *gf2_change_begin(struct vfs_handle_struct *handle,
-					    files_struct *fsp, uint64_t off,
-					    uint64_t len)
+					    files_struct *fsp,
+					    struct gf2_handle *h,
+					    uint64_t off, uint64_t len)
 {
-	struct gf2_pf_file *pf = gf2_handle_pf(gf2_conn_of(handle), fsp,
-					       gf2_handle_of(handle, fsp));
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
 
 	if (pf != NULL) {
 		gf2_pf_write_begin(pf, off, len);
 	}
-	gf2_meta_changed_stat_fsp(handle, fsp);
+	gf2_meta_changed_stat_fsp(c, fsp, h);
 	return pf;
 }
 
@@ -103,7 +104,8 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	pf = gf2_change_begin(handle, fsp, offset, n);
+	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
+			      offset, n);
 	START_PROFILE_BYTES(syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
 	END_PROFILE_BYTES(syscall_pwrite);
@@ -151,7 +153,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 				      off_t offset)
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
-	struct gf2_pf_file *pf = gf2_change_begin(handle, fsp, offset, n);
+	struct gf2_pf_file *pf = gf2_change_begin(handle, fsp, h, offset, n);
 
 	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
 			       offset, pf != NULL ? gf2_change_end : NULL, pf);
@@ -200,7 +202,7 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	pf = gf2_change_begin(handle, fsp, 0, 0);
+	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	END_PROFILE(syscall_ftruncate);
@@ -226,7 +228,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
-	pf = gf2_change_begin(handle, fsp, 0, 0);
+	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);

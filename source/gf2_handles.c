@@ -280,11 +280,10 @@ void gf2_meta_changed_fsp(struct gf2_conn *c,
  * the write path a handle names no path again until a listing keeps a
  * stat again.
  */
-void gf2_meta_changed_stat_fsp(struct vfs_handle_struct *handle,
-			       const struct files_struct *fsp)
+void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
+			       const struct files_struct *fsp,
+			       struct gf2_handle *h)
 {
-	struct gf2_conn *c = gf2_conn_of(handle);
-	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	uint64_t *marker = h != NULL ? &h->md_stat_puts : NULL;
 	char *path = NULL;
 

@@ -319,7 +319,8 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 		return 0;
 	}
 
-	gf2_meta_changed_stat_fsp(handle, fsp);
+	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,
+				  gf2_handle_of(handle, fsp));
 	START_PROFILE(syscall_fntimes);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_utimens(&t, times);
