@@ -8,7 +8,7 @@ modules_dir() {
 }
 
 module_path() {
-	echo "$(modules_dir)/vfs/glusterfs2.so"
+	echo "$(modules_dir)/vfs/$MODULE.so"
 }
 
 # Is the installed module older than any source file?  Prints the reason.
@@ -49,9 +49,10 @@ ensure_module() {
 	if [ -f "$mod" ]; then before=$(sha256sum < "$mod"); fi
 	(
 		cd "$ROOT" || exit 1
-		if [ ! -f build/c4che/_cache.py ]; then
-			echo "+ ./waf configure"
-			timeout 3600 ./waf configure || exit 1
+		if [ ! -f build/c4che/_cache.py ] ||
+			! grep -qx "MODULE_NAME = '$MODULE'" build/c4che/_cache.py; then
+			echo "+ ./waf configure --module-name=$MODULE"
+			timeout 3600 ./waf configure --module-name="$MODULE" || exit 1
 		fi
 		echo "+ ./waf build"
 		timeout 3600 ./waf build || exit 1

@@ -24,6 +24,13 @@ DEFAULT_PORT=${GF2_STACK_PORT:-4450}
 VOL_DIST=${GF2_STACK_VOLUME:-gf2test}
 VOL_REP3=${GF2_STACK_VOLUME_REP3:-gf2rep3}
 SHARES="glusterfs2 glusterfs fuse local glusterfs2-noprefetch"
+# The module the [glusterfs2] shares load (GF2_STACK_MODULE=NAME: a checkout
+# configured with `./waf configure --module-name=NAME` serves its own build
+# as MODULESDIR/vfs/NAME.so, leaving glusterfs2.so to other stacks).
+MODULE=${GF2_STACK_MODULE:-glusterfs2}
+case $MODULE in
+*[!A-Za-z0-9_]* | "") echo "test/stack: GF2_STACK_MODULE=$MODULE: letters, digits and _ only" >&2; exit 2 ;;
+esac
 ASAN_MODULE=glusterfs2_asan
 ASAN_REPORTS=$STACK/asan-reports
 SANITIZERS=$ROOT/test/asan/sanitizers.py

@@ -7,7 +7,7 @@ cmd_env() {
 		echo "stack is not up: run test/stack up" >&2
 		exit 1
 	fi
-	local k v vfs_module=glusterfs2 sanitize="" asan_reports="" base
+	local k v vfs_module=$MODULE sanitize="" asan_reports="" base
 	if [ "$(state_get ASAN 0)" = 1 ]; then
 		vfs_module=$ASAN_MODULE sanitize=address,undefined asan_reports=$ASAN_REPORTS
 	fi

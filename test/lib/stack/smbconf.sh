@@ -6,7 +6,7 @@
 # write_smb_conf VOL PORT [ASAN(0|1)] [BASELINE_MODULE]: writes smb.conf;
 # prints "changed" if it differs from the existing one.
 write_smb_conf() {
-	local vol=$1 port=$2 asan=${3:-0} base=${4:-} host tmp g2=glusterfs2 mode=""
+	local vol=$1 port=$2 asan=${3:-0} base=${4:-} host tmp g2=$MODULE mode=""
 	host=$(host_name)
 	if [ "$asan" = 1 ]; then
 		g2=$ASAN_MODULE
