@@ -394,6 +394,13 @@ def build(bld):
                                        'bin'),
                           ['tools/glusterfs2-stats'], chmod=0o755)
 
+    # the CTDB cluster lock held through libgfapi (docs/ctdb.md)
+    bld.program(source=['tools/ctdb_mutex_glusterfs2_helper.c'],
+                target='ctdb_mutex_glusterfs2_helper', use='GFAPI',
+                install_path=(os.path.join(bld.env.PREFIX or '/usr/local',
+                                           'libexec', 'glusterfs2')
+                              if name == 'glusterfs2' else None))
+
     for t in UNIT_TESTS:
         bld.program(source=['test/unit/%s.c' % t], target='test/unit/%s' % t,
                     includes=['include', 'source'],

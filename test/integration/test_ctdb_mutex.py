@@ -1,0 +1,263 @@
+"""The CTDB cluster lock held through libgfapi (ctdb_mutex_glusterfs2_helper).
+
+The helper speaks CTDB's mutex helper protocol (ctdb/server/
+ctdb_cluster_mutex.c): one byte on stdout, '0' held, '1' contention, '3'
+error; while it holds the lock it keeps running, and its exit tells ctdbd
+the lock is lost.  Each test runs the built helper against a real volume,
+as ctdbd would (ctdbd is its parent, here the test process):
+
+- two helpers on one lock file: the second answers '1'; after SIGTERM to
+  the first (ctdbd's release) or SIGKILL (a node that dies) the lock is
+  free for the next one;
+- the lock file removed or replaced by another Gluster client (FUSE), and
+  the brick holding it killed: the holder exits non-zero within its
+  recheck interval and says why;
+- its parent gone: it exits and the lock is free;
+- bad arguments and an unknown volume: '3' and a message, never '0'.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+HELPER = os.path.join(TOP, 'build', 'ctdb_mutex_glusterfs2_helper')
+RECHECK = 1
+
+
+@pytest.fixture(scope='module')
+def helper():
+    if not os.access(HELPER, os.X_OK):
+        pytest.fail('%s is not built (./waf build)' % HELPER)
+    return HELPER
+
+
+class Holder:
+    """One helper process, started as ctdbd starts it."""
+
+    def __init__(self, args):
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+
+    def answer(self, timeout=60):
+        fd = self.p.stdout.fileno()
+        end = time.time() + timeout
+        import select
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.5)
+            if r:
+                return os.read(fd, 1).decode() or 'EOF'
+        return 'none'
+
+    def wait_exit(self, timeout):
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stderr(self):
+        return self.p.stderr.read().decode(errors='replace')
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+@pytest.fixture
+def holders():
+    made = []
+
+    def start(*args):
+        h = Holder(list(args))
+        made.append(h)
+        return h
+    yield start
+    for h in made:
+        h.stop()
+
+
+def lock_args(stack, helper, name, recheck=RECHECK):
+    return [helper, stack['GLUSTER_HOST'], stack['GLUSTER_VOLUME'],
+            '/' + name, str(recheck)]
+
+
+def take_within(holders, args, timeout):
+    """A helper answers '0' within TIMEOUT seconds (retrying on '1')."""
+    end = time.time() + timeout
+    seen = []
+    while True:
+        h = holders(*args)
+        a = h.answer()
+        seen.append(a)
+        if a == '0':
+            return h
+        h.wait_exit(30)
+        if time.time() > end:
+            pytest.fail('no lock within %ds, answers %s' % (timeout, seen))
+        time.sleep(0.5)
+
+
+def test_contention_release_and_kill(stack, helper, holders):
+    name = 'ctdb-%s.lock' % uuid.uuid4().hex[:8]
+    args = lock_args(stack, helper, name)
+    a = holders(*args)
+    assert a.answer() == '0'
+    b = holders(*args)
+    assert b.answer() == '1', 'a second holder got the same lock'
+    assert b.wait_exit(30) == 0
+    # ctdbd releases with SIGTERM: the helper ends and the lock is free
+    a.p.send_signal(signal.SIGTERM)
+    assert a.wait_exit(30) == 0, a.stderr()
+    c = holders(*args)
+    assert c.answer() == '0', 'the lock was not released by SIGTERM'
+    # a holder that dies (SIGKILL): the bricks drop its lock with its
+    # connection
+    c.p.kill()
+    c.p.wait()
+    take_within(holders, args, 20)
+    os.unlink(os.path.join(stack['FUSE_MOUNT'], name))
+
+
+@pytest.mark.parametrize('how', ['removed', 'replaced'])
+def test_lost_when_the_file_goes(stack, helper, holders, how):
+    name = 'ctdb-%s.lock' % uuid.uuid4().hex[:8]
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    h = holders(*lock_args(stack, helper, name))
+    assert h.answer() == '0'
+    time.sleep(RECHECK + 1)
+    assert h.p.poll() is None, 'the holder ended with its lock in place: ' + \
+        h.stderr()
+    if how == 'removed':
+        os.unlink(path)
+    else:
+        with open(path + '.new', 'w') as f:
+            f.write('x')
+        os.rename(path + '.new', path)
+    rc = h.wait_exit(RECHECK + 15)
+    assert rc == 1, 'holder still running (rc %r) after the lock file was %s' \
+        % (rc, how)
+    err = h.stderr()
+    assert 'lock lost' in err, err
+    assert ('gone' if how == 'removed' else 'replaced') in err, err
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+def test_parent_gone(stack, helper, holders, tmp_path):
+    name = 'ctdb-%s.lock' % uuid.uuid4().hex[:8]
+    args = lock_args(stack, helper, name, recheck=0)
+    out = tmp_path / 'answer'
+    # the parent (a shell standing in for ctdbd) prints the helper's pid
+    # and waits; killing it leaves the helper orphaned
+    sh = subprocess.Popen(
+        ['sh', '-c', '"$@" > %s & echo $!; wait' % out, 'sh'] + args,
+        stdout=subprocess.PIPE)
+    pid = int(sh.stdout.readline())
+    end = time.time() + 60
+    while time.time() < end and not (out.exists() and out.read_bytes()):
+        time.sleep(0.2)
+    assert out.read_bytes() == b'0', 'the first helper did not take the lock'
+    b = holders(*args)
+    assert b.answer() == '1'
+    sh.kill()
+    sh.wait()
+    end = time.time() + 15
+    while time.time() < end and os.path.exists('/proc/%d' % pid):
+        time.sleep(0.2)
+    assert not os.path.exists('/proc/%d' % pid), \
+        'the helper outlived its parent'
+    take_within(holders, args, 20)
+    os.unlink(os.path.join(stack['FUSE_MOUNT'], name))
+
+
+@pytest.mark.parametrize('case,expect', [
+    ('few', 'Usage'),
+    ('recheck-word', 'bad RECHECK_SECS'),
+    ('recheck-negative', 'bad RECHECK_SECS'),
+    ('recheck-huge', 'bad RECHECK_SECS'),
+    ('relative-path', 'PATH absolute'),
+    ('port-zero', 'bad port'),
+    ('port-word', 'bad port'),
+    ('no-server', 'no volfile server'),
+    ('unknown-volume', 'cannot reach volume'),
+])
+def test_bad_arguments(stack, helper, case, expect):
+    host, vol = stack['GLUSTER_HOST'], stack['GLUSTER_VOLUME']
+    argv = {
+        'few': [host, vol],
+        'recheck-word': [host, vol, '/x.lock', 'five'],
+        'recheck-negative': [host, vol, '/x.lock', '-1'],
+        'recheck-huge': [host, vol, '/x.lock', '99999'],
+        'relative-path': [host, vol, 'x.lock'],
+        'port-zero': [host + ':0', vol, '/x.lock'],
+        'port-word': [host + ':glusterd', vol, '/x.lock'],
+        'no-server': [',', vol, '/x.lock'],
+        'unknown-volume': [host, 'nosuchvol' + uuid.uuid4().hex[:6],
+                           '/x.lock'],
+    }[case]
+    p = subprocess.run([helper] + argv, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    assert p.stdout == b'3', (case, p.stdout, p.stderr)
+    assert p.returncode != 0
+    assert expect in p.stderr.decode(errors='replace'), p.stderr
+
+
+def gl(*args, timeout=120):
+    return subprocess.run(['gluster', '--mode=script'] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout)
+
+
+@pytest.fixture
+def brick_volume(stack):
+    """A one-brick volume of this test's own (killing its brick disturbs
+    no other test)."""
+    vol = stack['GLUSTER_VOLUME'] + 'mutex'
+    brick = os.path.join(stack['STACK_DIR'], 'bricks', vol)
+    host = stack['GLUSTER_HOST']
+    if gl('volume', 'info', vol).returncode == 0:
+        gl('volume', 'stop', vol, 'force')
+        gl('volume', 'delete', vol)
+    shutil.rmtree(brick, ignore_errors=True)
+    os.makedirs(brick)
+    p = gl('volume', 'create', vol, '%s:%s' % (host, brick), 'force')
+    assert p.returncode == 0, p.stdout
+    p = gl('volume', 'start', vol)
+    assert p.returncode == 0, p.stdout
+    yield vol, brick
+    gl('volume', 'stop', vol, 'force')
+    gl('volume', 'delete', vol)
+    shutil.rmtree(brick, ignore_errors=True)
+
+
+def brick_pid(vol):
+    p = gl('volume', 'status', vol, '--xml')
+    import re
+    m = re.search(r'<pid>(\d+)</pid>', p.stdout)
+    assert m and int(m.group(1)) > 0, p.stdout
+    return int(m.group(1))
+
+
+def test_lost_when_the_brick_dies(stack, helper, holders, brick_volume):
+    vol, _ = brick_volume
+    args = [helper, stack['GLUSTER_HOST'], vol, '/ctdb.lock', str(RECHECK)]
+    h = holders(*args)
+    assert h.answer() == '0', h.stderr()
+    time.sleep(RECHECK + 1)
+    assert h.p.poll() is None, h.stderr()
+    os.kill(brick_pid(vol), signal.SIGKILL)
+    rc = h.wait_exit(RECHECK + 30)
+    assert rc == 1, 'holder still running (rc %r) with its brick dead' % rc
+    assert 'lock lost' in h.stderr()
+    # the brick back: the lock can be taken again, nobody holds it
+    time.sleep(1)
+    p = gl('volume', 'start', vol, 'force')
+    assert p.returncode == 0, p.stdout
+    take_within(holders, args, 60)
