@@ -101,6 +101,7 @@ struct gf2_share_options {
 	bool prefetch;
 	uint64_t pf_init_window;
 	uint64_t pf_max_window;
+	uint64_t pf_direct_size;
 	int64_t pf_streams;
 	uint64_t pf_max_memory;
 	int64_t pf_max_age_ms;

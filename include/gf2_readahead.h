@@ -39,6 +39,11 @@
  * readers then keep small windows instead of fetching data that expires
  * unread; a fast reader keeps the full window.  A window that the limit
  * cuts to nothing is deferred, and the next read tries again.
+ *
+ * Large reads: a read of at least direct_min bytes issues no window (the
+ * stream is still tracked).  The caller reads it from Gluster as it is,
+ * one call into the reply; prefetching it would read the same bytes in
+ * chunks and copy them once more, for no gain at that size.
  */
 
 #ifndef GF2_READAHEAD_H
@@ -57,6 +62,7 @@
 #define GF2_RA_DEFAULT_MAX (8 * 1024 * 1024ULL)
 #define GF2_RA_DEFAULT_MIN (64 * 1024ULL)
 #define GF2_RA_DEFAULT_STREAMS 4
+#define GF2_RA_DEFAULT_DIRECT (1024 * 1024ULL)
 #define GF2_RA_SIZE_UNKNOWN UINT64_MAX
 #define GF2_RA_RATE_SAMPLE_MS 50
 
@@ -66,6 +72,7 @@ struct gf2_ra_config {
 	uint64_t min_window;	/* no window smaller than this is issued */
 	unsigned streams;	/* streams tracked per file, 1..MAX_STREAMS */
 	uint64_t max_lead_ms;	/* read at most this far ahead; 0: no limit */
+	uint64_t direct_min;	/* reads this large issue no window; 0: none */
 };
 
 struct gf2_ra_stream {

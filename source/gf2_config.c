@@ -98,6 +98,7 @@ void gf2_config_prefetch(const struct gf2_share_options *o,
 	pf->max_age_ms = o->pf_max_age_ms;
 	pf->ra.init_window = o->pf_init_window;
 	pf->ra.max_window = o->pf_max_window;
+	pf->ra.direct_min = o->pf_direct_size;
 	pf->ra.min_window = MIN(GF2_RA_DEFAULT_MIN, pf->ra.init_window);
 	pf->ra.streams = o->pf_streams;
 	/*

@@ -578,6 +578,8 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	  GF2_RA_DEFAULT_INIT, 4 * GF2_KiB, 256 * GF2_MiB, NULL },
 	{ "prefetch max window", GF2_OPT_SIZE, GF2_OPT(pf_max_window),
 	  GF2_RA_DEFAULT_MAX, 64 * GF2_KiB, 256 * GF2_MiB, NULL },
+	{ "prefetch direct read size", GF2_OPT_SIZE, GF2_OPT(pf_direct_size),
+	  GF2_RA_DEFAULT_DIRECT, 0, 256 * GF2_MiB, NULL },
 	{ "prefetch streams", GF2_OPT_INT, GF2_OPT(pf_streams),
 	  GF2_RA_DEFAULT_STREAMS, 1, GF2_RA_MAX_STREAMS, NULL },
 	{ "prefetch max memory", GF2_OPT_SIZE, GF2_OPT(pf_max_memory),

@@ -312,6 +312,9 @@ struct gf2_pf_read_state {
 	uint64_t n;
 	uint64_t off;
 	ssize_t ret;
+	unsigned pieces;	/* direct: pieces in flight */
+	uint64_t *got;		/* direct: bytes each piece returned */
+	int error;		/* direct: the first piece's error */
 	struct vfs_aio_state aio_state;
 	struct timespec start;
 	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
@@ -361,37 +364,115 @@ static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 	tevent_req_done(req);
 }
 
+/*
+ * A direct read is sent as pieces of at most GF2_PF_DIRECT_PIECE, all in
+ * flight at once, each into its own part of the caller's buffer: gfapi
+ * takes a reply buffer of the read's size and copies it out, and for
+ * reads of several MiB those buffers cost fresh pages on every reply.
+ */
+#define GF2_PF_DIRECT_PIECE (1024 * 1024)
+
+struct gf2_pf_piece {
+	struct tevent_req *req;
+	unsigned idx;
+};
+
 static void gf2_pf_read_direct(struct tevent_req *req)
 {
 	struct gf2_pf_read_state *state = tevent_req_data(
 		req, struct gf2_pf_read_state);
-	struct tevent_req *subreq = NULL;
+	unsigned n, i;
 
-	subreq = gf2_pread_send(state, state->ev, state->fh, state->data,
-				state->n, state->off);
-	if (tevent_req_nomem(subreq, req)) {
+	n = state->n == 0 ? 1 :
+		(unsigned)((state->n + GF2_PF_DIRECT_PIECE - 1) /
+			   GF2_PF_DIRECT_PIECE);
+	state->got = talloc_zero_array(state, uint64_t, n);
+	if (tevent_req_nomem(state->got, req)) {
 		return;
 	}
-	tevent_req_set_callback(subreq, gf2_pf_read_direct_done, req);
+	state->pieces = 0;
+	state->error = 0;
+	for (i = 0; i < n; i++) {
+		uint64_t at = (uint64_t)i * GF2_PF_DIRECT_PIECE;
+		uint64_t len = MIN(state->n - at, GF2_PF_DIRECT_PIECE);
+		struct gf2_pf_piece *pc = NULL;
+		struct tevent_req *subreq = NULL;
+
+		if (state->n == 0) {
+			len = 0;
+		}
+		subreq = gf2_pread_send(state, state->ev, state->fh,
+					state->data + at, len, state->off + at);
+		if (subreq == NULL) {
+			break;
+		}
+		pc = talloc_zero(subreq, struct gf2_pf_piece);
+		if (pc == NULL) {
+			TALLOC_FREE(subreq);
+			break;
+		}
+		pc->req = req;
+		pc->idx = i;
+		tevent_req_set_callback(subreq, gf2_pf_read_direct_done, pc);
+		state->pieces += 1;
+	}
+	if (state->pieces == 0) {
+		tevent_req_oom(req);
+		return;
+	}
+	if (i < n) {
+		/* what was sent completes; the rest counts as failed */
+		state->error = ENOMEM;
+	}
 }
 
 static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 {
-	struct tevent_req *req = tevent_req_callback_data(
-		subreq, struct tevent_req);
+	struct gf2_pf_piece *pc = tevent_req_callback_data(
+		subreq, struct gf2_pf_piece);
+	struct tevent_req *req = pc->req;
 	struct gf2_pf_read_state *state = tevent_req_data(
 		req, struct gf2_pf_read_state);
+	struct vfs_aio_state aio_state = { 0 };
+	unsigned idx = pc->idx;
+	uint64_t total = 0;
+	unsigned i, n;
 	ssize_t ret;
 
-	ret = gf2_pread_recv(subreq, &state->aio_state);
-	TALLOC_FREE(subreq);
-	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	ret = gf2_pread_recv(subreq, &aio_state);
+	TALLOC_FREE(subreq);	/* and pc */
 	if (ret < 0) {
-		tevent_req_error(req, state->aio_state.error);
+		if (state->error == 0) {
+			state->error = aio_state.error;
+		}
+	} else {
+		state->got[idx] = ret;
+	}
+	if (aio_state.duration > state->aio_state.duration) {
+		state->aio_state.duration = aio_state.duration;
+	}
+	state->pieces -= 1;
+	if (state->pieces > 0) {
 		return;
 	}
-	state->ret = ret;
-	gf2_pf_count(state, ret, false);
+	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	if (state->error != 0) {
+		tevent_req_error(req, state->error);
+		return;
+	}
+	/* the bytes up to the first short piece (end of file) */
+	n = talloc_array_length(state->got);
+	for (i = 0; i < n; i++) {
+		uint64_t want = MIN(state->n - (uint64_t)i * GF2_PF_DIRECT_PIECE,
+				    GF2_PF_DIRECT_PIECE);
+
+		total += state->got[i];
+		if (state->got[i] < want) {
+			break;
+		}
+	}
+	state->ret = total;
+	gf2_pf_count(state, total, false);
 	tevent_req_done(req);
 }
 

@@ -323,6 +323,12 @@ void gf2_ra_on_read(struct gf2_ra_state *st,
 
 	d->sequential = s->confirmed;
 
+	if (cfg->direct_min != 0 && len >= cfg->direct_min) {
+		/* large reads go straight to Gluster: no window */
+		s->size = 0;
+		return;
+	}
+
 	if (!s->confirmed || s->size == 0) {
 		s->confirmed = true;
 		gf2_ra_issue(cfg, s, s->frontier, gf2_ra_init_size(cfg, len),

@@ -23,6 +23,8 @@ NUMERIC_BAD = ['', 'abc', '-5', '0', '99999999999999999999999', '12Q']
 CASES = [
     ('prefetch initial window', NUMERIC_BAD, 'default'),
     ('prefetch max window', NUMERIC_BAD, 'default'),
+    ('prefetch direct read size', ['', 'abc', '-5', '99999999999999999999999',
+                                   '12Q', '257M'], 'default'),
     ('prefetch max memory', NUMERIC_BAD, 'default'),
     ('prefetch max age', NUMERIC_BAD, 'default'),
     ('prefetch streams', NUMERIC_BAD + ['9'], 'default'),

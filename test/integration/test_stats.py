@@ -12,6 +12,8 @@ import os
 import subprocess
 import time
 
+import smbc
+
 from conftest import TOP
 
 TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
@@ -78,12 +80,33 @@ def test_counters_add_up(stack, tmp_path, tmpname):
     # every byte returned came from prefetch memory or from Gluster
     assert delta(s1, s2, 'read_bytes_prefetch') + \
         delta(s1, s2, 'read_bytes_gluster') == rb
-    # a sequential reader is served mostly from prefetch (smbclient keeps
-    # two 8 MiB reads in flight: the first two are read directly)
-    assert delta(s1, s2, 'read_bytes_prefetch') > rb // 2
-    assert 0 <= delta(s1, s2, 'prefetch_unused') <= \
-        delta(s1, s2, 'prefetch_bytes')
+    # smbclient reads 8 MiB at a time: reads that large start no prefetch
+    # (glusterfs2:prefetch direct read size, 1M) and come from Gluster
+    assert delta(s1, s2, 'read_bytes_gluster') == rb
+    assert delta(s1, s2, 'prefetch_bytes') == 0
     assert delta(s1, s2, 'write_bytes') == 0
+
+    # a sequential reader of 64 KiB blocks is served mostly from prefetch
+    ctx = smbc.Context(auth_fn=lambda *a: ('WORKGROUP', stack['SMB_USER'],
+                                           stack['SMB_PASS']))
+    f = ctx.open('smb://%s:%s/%s/%s' % (stack['SMB_HOST'], stack['SMB_PORT'],
+                                        SHARE, tmpname), os.O_RDONLY)
+    got = []
+    while True:
+        b = f.read(65536)
+        if not b:
+            break
+        got.append(b)
+    f.close()
+    assert b''.join(got) == src.read_bytes()
+    s3 = settle(stack, s2, 'read_bytes', size)
+    assert delta(s2, s3, 'read_bytes') == size
+    assert delta(s2, s3, 'read_bytes_prefetch') + \
+        delta(s2, s3, 'read_bytes_gluster') == size
+    assert delta(s2, s3, 'read_bytes_prefetch') > size // 2
+    assert 0 <= delta(s2, s3, 'prefetch_unused') <= \
+        delta(s2, s3, 'prefetch_bytes')
+    s2 = s3
 
     # the latency histogram counts every completed Gluster call
     buckets = sum(v for k, v in s2.items() if k.startswith('lat_'))

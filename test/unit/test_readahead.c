@@ -476,6 +476,51 @@ static void test_reads_larger_than_window(void **state)
 	assert_true(d.off >= 27 * MiB + 64 * KiB);
 }
 
+/* Reads of at least direct_min bytes issue no window; smaller ones do. */
+static void test_direct_reads(void **state)
+{
+	struct gf2_ra_config c = cfg();
+	struct gf2_ra_state st;
+	struct gf2_ra_decision d;
+	uint64_t off;
+	struct issued is = { .n = 0 };
+
+	c.direct_min = MiB;
+	gf2_ra_init(&st);
+	for (off = 0; off < 64 * MiB; off += MiB) {
+		gf2_ra_on_read(&st, &c, off, MiB, NOSIZE, LOTS, 0, &d);
+		assert_int_equal(d.len, 0);
+	}
+	/* just below the limit: prefetched as before */
+	gf2_ra_init(&st);
+	for (off = 0; off < 64 * MiB; off += MiB - 4 * KiB) {
+		gf2_ra_on_read(&st, &c, off, MiB - 4 * KiB, NOSIZE, LOTS, 0,
+			       &d);
+		note(&is, &d);
+	}
+	assert_true(is.n > 0);
+
+	/* the stream stays tracked: small reads after large ones prefetch */
+	gf2_ra_init(&st);
+	gf2_ra_on_read(&st, &c, 0, 2 * MiB, NOSIZE, LOTS, 0, &d);
+	gf2_ra_on_read(&st, &c, 2 * MiB, 2 * MiB, NOSIZE, LOTS, 0, &d);
+	assert_int_equal(d.len, 0);
+	gf2_ra_on_read(&st, &c, 4 * MiB, 64 * KiB, NOSIZE, LOTS, 0, &d);
+	assert_true(d.len > 0);
+	assert_int_equal(d.off, 4 * MiB + 64 * KiB);
+
+	/* 0: every size prefetches */
+	c.direct_min = 0;
+	gf2_ra_init(&st);
+	is.n = 0;
+	for (off = 0; off < 64 * MiB; off += MiB) {
+		gf2_ra_on_read(&st, &c, off, MiB, NOSIZE, LOTS, 0, &d);
+		note(&is, &d);
+	}
+	assert_true(is.n > 0);
+	(void)state;
+}
+
 static void test_degenerate(void **state)
 {
 	struct gf2_ra_config c = cfg();
@@ -510,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_lead_limit),
 		cmocka_unit_test(test_miss_refill),
 		cmocka_unit_test(test_reads_larger_than_window),
+		cmocka_unit_test(test_direct_reads),
 		cmocka_unit_test(test_degenerate),
 	};
 
