@@ -1,21 +1,134 @@
 /*
  * glusterfs2: the one place where differences between Samba releases
- * live.  Every other file includes this (through gf2_vfs.h) instead of
- * testing SMB_VFS_INTERFACE_VERSION itself.
+ * live.  Every other file includes this (the glue through gf2_vfs.h)
+ * instead of testing SMB_VFS_INTERFACE_VERSION itself.  Include it after
+ * "includes.h" and "smbd/smbd.h".
  *
  * The VFS interface versions this source is written for; wscript refuses
- * a Samba tree outside them.
+ * a Samba tree outside them.  47 (4.17), 50 (4.22) and 52 (4.24) are
+ * built and tested; 48 (4.18), 49 (4.19-4.21) and 51 (4.23) are written
+ * from the "Version NN" notes of source3/include/vfs.h and have no tree
+ * here (docs/samba-versions.md).
  */
 
 #ifndef GF2_COMPAT_H
 #define GF2_COMPAT_H
 
 #define GF2_VFS_INTERFACE_MIN 47
-#define GF2_VFS_INTERFACE_MAX 47
+#define GF2_VFS_INTERFACE_MAX 52
 
 #if SMB_VFS_INTERFACE_VERSION < GF2_VFS_INTERFACE_MIN || \
 	SMB_VFS_INTERFACE_VERSION > GF2_VFS_INTERFACE_MAX
 #error "glusterfs2 does not support this SMB_VFS_INTERFACE_VERSION"
 #endif
+
+/*
+ * fd_load() moved from lib/util/samba_util.h (which includes.h pulls in)
+ * to lib/util/util_file.h, which includes.h does not include; exactly
+ * when, between 47 and 50, is not known here, so the header's presence
+ * decides.
+ */
+#if defined(__has_include)
+#if __has_include("lib/util/util_file.h")
+#include "lib/util/util_file.h"
+#endif
+#endif
+
+/*
+ * Version 49: readdir_fn lost its stat argument (smbd no longer takes a
+ * stat from a directory listing), seekdir_fn and telldir_fn are gone.
+ *   GF2_READDIR_STAT_PARAM  the extra parameter of readdir_fn, if any
+ *   GF2_READDIR_STAT        that parameter, or NULL
+ *   GF2_DIR_SEEK_FNS        the seekdir/telldir entries of the table
+ */
+#if SMB_VFS_INTERFACE_VERSION >= 49
+#define GF2_READDIR_STAT_PARAM
+#define GF2_READDIR_STAT NULL
+#define GF2_DIR_SEEK_FNS
+#else
+#define GF2_READDIR_STAT_PARAM , SMB_STRUCT_STAT *readdir_sbuf
+#define GF2_READDIR_STAT readdir_sbuf
+#define GF2_DIR_SEEK_FNS \
+	.seekdir_fn = gf2_seekdir, \
+	.telldir_fn = gf2_telldir,
+#endif
+
+/*
+ * Version 50: renameat_fn takes a struct vfs_rename_how.  Its only flag,
+ * VFS_RENAME_HOW_NO_REPLACE, is asked for by smbd's mkdir through a
+ * temporary name ("vfs mkdir use tmp name"); gfapi has no rename that
+ * refuses to replace, so the module answers EINVAL, on which smbd falls
+ * back to mkdirat of the final name and a plain rename over it, as it
+ * does for a kernel without renameat2 (smbd/open.c, mkdir_internal).
+ *   GF2_RENAME_HOW_PARAM   the extra parameter, if any
+ *   gf2_rename_how_flags(how) its flags; 0 before 50, where the
+ *                          argument (then undeclared) is dropped
+ */
+#if SMB_VFS_INTERFACE_VERSION >= 50
+#define GF2_RENAME_HOW_PARAM , const struct vfs_rename_how *how
+#define gf2_rename_how_flags(how) ((how) != NULL ? (how)->flags : 0)
+#else
+#define GF2_RENAME_HOW_PARAM
+#define gf2_rename_how_flags(how) 0
+#endif
+
+/*
+ * struct vfs_open_how.resolve bits the module accepts (openat answers
+ * ENOSYS for any other, as vfs_default does for bits it does not know):
+ *   VFS_OPEN_HOW_WITH_BACKUP_INTENT (by 50): a create for a backup
+ *     application; the access check was smbd's, nothing to do here.
+ *   VFS_OPEN_HOW_RESOLVE_NO_XDEV (52): do not cross a mount point; a
+ *     Gluster volume has no mount points inside it, so every open
+ *     honours it.
+ * VFS_OPEN_HOW_RESOLVE_NO_SYMLINKS stays refused (ENOSYS): smbd then
+ * walks the path component by component itself.
+ */
+#ifdef VFS_OPEN_HOW_WITH_BACKUP_INTENT
+#define GF2_OPEN_HOW_BACKUP_INTENT VFS_OPEN_HOW_WITH_BACKUP_INTENT
+#else
+#define GF2_OPEN_HOW_BACKUP_INTENT 0
+#endif
+#ifdef VFS_OPEN_HOW_RESOLVE_NO_XDEV
+#define GF2_OPEN_HOW_NO_XDEV VFS_OPEN_HOW_RESOLVE_NO_XDEV
+#else
+#define GF2_OPEN_HOW_NO_XDEV 0
+#endif
+#define GF2_OPEN_HOW_RESOLVE_OK \
+	((uint64_t)(GF2_OPEN_HOW_BACKUP_INTENT | GF2_OPEN_HOW_NO_XDEV))
+
+/*
+ * Version 50: a POSIX (SMB3 unix extensions) open for append data
+ * without write data sets fsp_flags.posix_append and O_APPEND; its writes
+ * arrive with offset VFS_PWRITE_APPEND_OFFSET (-1) and go to the end of
+ * the file.  gf2_is_append_write(fsp, offset) tells such a write.
+ */
+#ifdef VFS_PWRITE_APPEND_OFFSET
+#define gf2_is_append_write(fsp, offset) \
+	((fsp)->fsp_flags.posix_append && \
+	 (offset) == VFS_PWRITE_APPEND_OFFSET)
+#else
+#define gf2_is_append_write(fsp, offset) false
+#endif
+
+/*
+ * init_strict_lock_struct() lost its lock_flav argument (by 52; 51 is not
+ * known and assumed to keep it).
+ */
+#if SMB_VFS_INTERFACE_VERSION >= 52
+#define gf2_init_strict_lock(fsp, smblctx, start, size, type, plock) \
+	init_strict_lock_struct(fsp, smblctx, start, size, type, plock)
+#else
+#define gf2_init_strict_lock(fsp, smblctx, start, size, type, plock) \
+	init_strict_lock_struct(fsp, smblctx, start, size, type, \
+				lp_posix_cifsu_locktype(fsp), plock)
+#endif
+
+/*
+ * Not needed here, for the record: SMB_VFS_PREAD_RECV / PWRITE_RECV /
+ * FSYNC_RECV became macros over smb_vfs_call_*_recv (by 52), which the
+ * source uses unchanged; connectpath_fn (dirfsp added in 48, removed in
+ * 52), audit_file_fn (removed in 52) and rename_stream_fn (added in 52)
+ * are slots the module does not fill, so smbd calls the next module.
+ */
 
 #endif /* GF2_COMPAT_H */

@@ -133,8 +133,8 @@ struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
 DIR *gf2_fdopendir(struct vfs_handle_struct *handle, files_struct *fsp,
 		   const char *mask, uint32_t attributes);
 struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
-			   struct files_struct *dirfsp, DIR *dirp,
-			   SMB_STRUCT_STAT *sbuf);
+			   struct files_struct *dirfsp, DIR *dirp
+			   GF2_READDIR_STAT_PARAM);
 long gf2_telldir(struct vfs_handle_struct *handle, DIR *dirp);
 void gf2_seekdir(struct vfs_handle_struct *handle, DIR *dirp, long offset);
 void gf2_rewind_dir(struct vfs_handle_struct *handle, DIR *dirp);
@@ -155,7 +155,8 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 		 struct files_struct *srcdir_fsp,
 		 const struct smb_filename *smb_fname_src,
 		 struct files_struct *dstdir_fsp,
-		 const struct smb_filename *smb_fname_dst);
+		 const struct smb_filename *smb_fname_dst
+		 GF2_RENAME_HOW_PARAM);
 int gf2_stat(struct vfs_handle_struct *handle,
 	     struct smb_filename *smb_fname);
 int gf2_lstat(struct vfs_handle_struct *handle,

@@ -94,6 +94,27 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 	return ret;
 }
 
+/*
+ * A POSIX append write (offset VFS_PWRITE_APPEND_OFFSET, gf2_compat.h)
+ * goes to the end of the file: the offset becomes the file's size.  The
+ * Gluster file was opened with O_APPEND (smbd adds it), so the brick
+ * appends even when another client grew the file in between; the size
+ * only tells the caches which range changed.
+ */
+static off_t gf2_write_offset(files_struct *fsp, glfs_fd_t *fd,
+			      off_t offset)
+{
+	struct stat st;
+
+	if (!gf2_is_append_write(fsp, offset)) {
+		return offset;
+	}
+	if (fd == NULL || glfs_fstat(fd, &st) != 0) {
+		return offset;	/* the write then fails with EINVAL */
+	}
+	return st.st_size;
+}
+
 ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 		   const void *data, size_t n, off_t offset)
 {
@@ -104,6 +125,7 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
+	offset = gf2_write_offset(fsp, fd, offset);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
 			      offset, n);
 	START_PROFILE_BYTES(syscall_pwrite, n);
@@ -153,8 +175,12 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 				      off_t offset)
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
-	struct gf2_pf_file *pf = gf2_change_begin(handle, fsp, h, offset, n);
+	struct gf2_pf_file *pf = NULL;
 
+	if (gf2_is_append_write(fsp, offset)) {
+		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
+	}
+	pf = gf2_change_begin(handle, fsp, h, offset, n);
 	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
 			       offset, pf != NULL ? gf2_change_end : NULL, pf);
 }

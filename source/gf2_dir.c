@@ -125,9 +125,10 @@ static int gf2_dir_fill(struct gf2_dir *d)
 }
 
 struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
-			   struct files_struct *dirfsp, DIR *dirp,
-			   SMB_STRUCT_STAT *sbuf)
+			   struct files_struct *dirfsp, DIR *dirp
+			   GF2_READDIR_STAT_PARAM)
 {
+	SMB_STRUCT_STAT *sbuf = GF2_READDIR_STAT;
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 	struct gf2_dirent *e = NULL;
 

@@ -326,7 +326,8 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	struct stat st;
 	int ret;
 
-	if (how->resolve != 0) {
+	if ((how->resolve & ~GF2_OPEN_HOW_RESOLVE_OK) != 0) {
+		/* NO_SYMLINKS, or unknown: smbd falls back (gf2_compat.h) */
 		errno = ENOSYS;
 		return -1;
 	}

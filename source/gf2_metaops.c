@@ -97,13 +97,23 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 		 struct files_struct *srcdir_fsp,
 		 const struct smb_filename *smb_fname_src,
 		 struct files_struct *dstdir_fsp,
-		 const struct smb_filename *smb_fname_dst)
+		 const struct smb_filename *smb_fname_dst
+		 GF2_RENAME_HOW_PARAM)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	char *src = NULL;
 	char *dst = NULL;
 	int ret = -1;
 
+	if (gf2_rename_how_flags(how) != 0) {
+		/*
+		 * NO_REPLACE (or a flag of a later release): gfapi cannot
+		 * refuse to replace, and EINVAL is what smbd falls back on
+		 * (gf2_compat.h).
+		 */
+		errno = EINVAL;
+		return -1;
+	}
 	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
 	gf2_meta_changed_tree(c->fs, src);

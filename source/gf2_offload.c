@@ -30,6 +30,7 @@
 #include "lib/util/tevent_ntstatus.h"
 #include "librpc/gen_ndr/ioctl.h"
 #include "modules/offload_token.h"
+#include "gf2_compat.h"
 #include "gf2_offload.h"
 
 #undef DBGC_CLASS
@@ -142,9 +143,8 @@ static bool gf2_offload_lock_ok(struct files_struct *fsp, off_t off,
 {
 	struct lock_struct lck;
 
-	init_strict_lock_struct(fsp, fsp->op->global->open_persistent_id,
-				off, len, type,
-				lp_posix_cifsu_locktype(fsp), &lck);
+	gf2_init_strict_lock(fsp, fsp->op->global->open_persistent_id,
+			     off, len, type, &lck);
 	return SMB_VFS_STRICT_LOCK_CHECK(fsp->conn, fsp, &lck);
 }
 

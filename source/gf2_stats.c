@@ -24,6 +24,7 @@
 #include "smbd/smbd.h"
 #include "lib/util/dlinklist.h"
 #include "lib/util/sys_rw_data.h"
+#include "gf2_compat.h"
 #include "gf2_stats.h"
 
 #undef DBGC_CLASS

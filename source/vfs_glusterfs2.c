@@ -299,8 +299,7 @@ static struct vfs_fn_pointers gf2_fns = {
 	/* Directory operations */
 	.fdopendir_fn = gf2_fdopendir,
 	.readdir_fn = gf2_readdir,
-	.seekdir_fn = gf2_seekdir,
-	.telldir_fn = gf2_telldir,
+	GF2_DIR_SEEK_FNS
 	.rewind_dir_fn = gf2_rewind_dir,
 	.mkdirat_fn = gf2_mkdirat,
 	.closedir_fn = gf2_closedir,

@@ -536,6 +536,12 @@ def test_path_past_max_length_mkdir(env):
         else:
             steps.append((24, 'all created'))
         results[share] = tuple(steps)
+    if results['local'] == ((0, 'STATUS_OBJECT_NAME_INVALID'),):
+        # Samba 4.22 and later create a directory under a temporary name
+        # ~40 bytes longer (vfs mkdir use tmp name): no share gets past
+        # the first 240-byte name (docs/samba-versions.md)
+        assert results['glusterfs2'] == results['local'], results
+        return
     compare(env, 'mkdir past PATH_MAX', results)
 
 

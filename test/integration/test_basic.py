@@ -72,7 +72,18 @@ def test_errors(smb, tmpname):
 ])
 def test_byte_identical_across_shares(smb, stack, tmpname, writer, readers):
     w = smb(writer)
-    w.mkdir(tmpname)
+    try:
+        w.mkdir(tmpname)
+    except smbc.ExistsError:
+        if writer != 'glusterfs':
+            raise
+        # Samba 4.22 and 4.24's stock module (docs/samba-versions.md)
+        try:
+            os.rmdir(os.path.join(stack['FUSE_MOUNT'], tmpname))
+        except OSError:
+            pass
+        pytest.xfail('the stock vfs_glusterfs of this Samba cannot '
+                     'create directories')
     blobs = {}
     for size in SIZES:
         data = os.urandom(size)
@@ -152,7 +163,11 @@ def test_smbclient_session(stack, tmp_path, tmpname):
                    'rmdir %s; du' % (tmpname, tmpname, src, back, tmpname))
     assert p.returncode == 0, p.stdout
     assert 'a.txt' in p.stdout
-    assert 'NT_STATUS' not in p.stdout, p.stdout
+    # smbclient 4.22 and later print allinfo's failed snapshot query,
+    # which a share without shadow copies answers so (local's too)
+    out = p.stdout.replace('NT_STATUS_INVALID_DEVICE_REQUEST getting '
+                           'shadow copy data', '')
+    assert 'NT_STATUS' not in out, p.stdout
     assert back.read_bytes() == src.read_bytes()
     # du prints the volume's size and free space
     assert 'blocks available' in p.stdout

@@ -39,6 +39,15 @@ SMB_HOST=127.0.0.1
 # The share of a baseline build of the module (up --baseline-module NAME)
 BASE_SHARE=glusterfs2-base
 
+# Is PID's root directory ours?  The test platforms' processes
+# (test/platform/root) share the PID namespace and, run from the same
+# checkout, the same paths: a stack inside a platform and the host's stack
+# must never take each other's processes.  Compared by device and inode,
+# which also holds inside a chroot (where readlink shows "/" for both).
+same_root() {
+	[ "$(stat -Lc %d:%i "/proc/$1/root" 2>/dev/null)" = "$(stat -Lc %d:%i /)" ]
+}
+
 log() { echo "stack: $*"; }
 
 warn() { echo "stack: WARNING: $*" >&2; }

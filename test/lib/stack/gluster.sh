@@ -14,7 +14,7 @@ gl() {
 host_pgrep() {
 	local pid
 	for pid in $(pgrep "$@" 2>/dev/null || true); do
-		[ "$(readlink "/proc/$pid/root" 2>/dev/null)" = / ] && echo "$pid"
+		same_root "$pid" && echo "$pid"
 	done
 	return 0
 }

@@ -9,6 +9,7 @@ smbd_pids() {
 	local pid exe cmd
 	for pid in $(pgrep -f -- "$CONF" 2>/dev/null || true); do
 		[ "$pid" != "$$" ] || continue
+		same_root "$pid" || continue
 		exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
 		case $exe in
 		/usr/sbin/smbd | /usr/libexec/samba/*) ;;
@@ -28,7 +29,7 @@ smbd_main_pid() {
 	for f in "$SMBDIR"/run/smbd*.pid; do
 		[ -f "$f" ] || continue
 		pid=$(head -n 1 "$f" 2>/dev/null | tr -dc '0-9')
-		[ -n "$pid" ] || continue
+		[ -n "$pid" ] && same_root "$pid" || continue
 		if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/sbin/smbd ] &&
 			grep -qxF -- "$CONF" <<<"$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null)"; then
 			echo "$pid"
