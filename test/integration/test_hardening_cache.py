@@ -1,0 +1,279 @@
+"""The caches under changes made while their reads are in flight, and
+what one smbd process keeps for several shares, volumes and users.
+
+Reads that wait for prefetched data: a client sends sequential reads
+without waiting for the answers (test/tools/smb2q's SMB2 connection), so
+that the third read waits for a prefetch chunk still in flight, then
+changes the file through a second handle on the same connection (the
+same smbd process, the same prefetch state).  Gluster's debug/delay-gen
+translator holds every read on the bricks for DELAY seconds, so the
+chunk is still in flight when the change arrives.  The waiting read must
+be answered, with the file's data, and both handles must close.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+_spec = importlib.util.spec_from_file_location(
+    'smb2q', os.path.join(TOP, 'test', 'tools', 'smb2q.py'))
+smb2q = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(smb2q)
+s3 = smb2q.s3
+
+KiB = 1 << 10
+MiB = 1 << 20
+DELAY = 1.5              # seconds every brick read is held
+SIZE = 4 * MiB
+REQ = 64 * KiB
+ANSWER_BOUND = 20.0      # seconds: far more than two delayed reads
+
+SET_INFO_REQ = struct.Struct('<HBBIHHI16s')     # 32 bytes, then the buffer
+IOCTL_REQ = struct.Struct('<HHI16sIIIIIIII')    # 56 bytes, then the input
+FILE_ALLOCATION_INFORMATION = 19
+FILE_END_OF_FILE_INFORMATION = 20
+FSCTL_SET_ZERO_DATA = 0x000980C8
+SMB2_0_IOCTL_IS_FSCTL = 1
+
+
+def gluster_set(vol, key, value):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'set', vol, key,
+                    value], check=True, stdout=subprocess.DEVNULL)
+
+
+def gluster_reset(vol, key):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'reset', vol,
+                    key], check=True, stdout=subprocess.DEVNULL)
+
+
+STATS_TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
+
+
+def share_stats(stack, share):
+    p = subprocess.run([STATS_TOOL, '-s', stack['SMB_CONF'], '--share',
+                        share, '--json'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)['shares'].get(share, {})
+
+
+def settled_stats(stack, share, before, key, want, bound=30):
+    """The share's counters once key grew by at least want (the smbd
+    that served the connection merges them when it ends), or as they are
+    after bound seconds."""
+    deadline = time.monotonic() + bound
+    while True:
+        now = share_stats(stack, share)
+        if (now.get(key, 0) - before.get(key, 0) >= want or
+                time.monotonic() > deadline):
+            return now
+        time.sleep(0.5)
+
+
+def restart_volume(vol, mount):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'stop', vol],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(['gluster', '--mode=script', 'volume', 'start', vol],
+                   check=True, stdout=subprocess.DEVNULL)
+    # the FUSE client reconnects to both bricks on its own, in seconds
+    probe = os.path.join(mount, '.hardening-cache-probe')
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            for i in range(8):
+                with open('%s.%d' % (probe, i), 'wb') as f:
+                    f.write(b'x')
+                os.unlink('%s.%d' % (probe, i))
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope='module')
+def slow_reads(stack):
+    """Every read fop held DELAY s on the bricks: delay-gen inserted above
+    the posix translator (debug.delay-gen names where).  delay-gen reads
+    its options only when the brick starts, so the volume is restarted
+    with it and again without it."""
+    vol = stack['GLUSTER_VOLUME']
+    keys = {'delay-gen.enable': 'read',
+            'delay-gen.delay-percentage': '100',
+            'delay-gen.delay-duration': str(int(DELAY * 1e6)),
+            'debug.delay-gen': 'posix'}
+    try:
+        for k, v in keys.items():
+            gluster_set(vol, k, v)
+        restart_volume(vol, stack['FUSE_MOUNT'])
+        yield
+    finally:
+        for k in reversed(list(keys)):
+            gluster_reset(vol, k)
+        restart_volume(vol, stack['FUSE_MOUNT'])
+
+
+def set_info_packet(conn, fid, info_class, buf):
+    return smb2q.RawPacket(s3.SMB2_SET_INFO, conn.tid, SET_INFO_REQ.pack(
+        33, s3.SMB2_0_INFO_FILE, info_class, len(buf), 64 + 32, 0, 0,
+        fid) + buf)
+
+
+def close_packet(conn, fid):
+    return smb2q.RawPacket(s3.SMB2_CLOSE, conn.tid,
+                           struct.pack('<HHI16s', 24, 0, 0, fid))
+
+
+def zero_data_packet(conn, fid, off, end):
+    buf = struct.pack('<QQ', off, end)
+    return smb2q.RawPacket(s3.SMB2_IOCTL, conn.tid, IOCTL_REQ.pack(
+        57, 0, FSCTL_SET_ZERO_DATA, fid, 64 + 56, len(buf), 0, 0, 0, 0,
+        SMB2_0_IOCTL_IS_FSCTL, 0) + buf)
+
+
+def write_pattern(stack, name, pattern):
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with open(path, 'wb') as f:
+                f.write(pattern.generate(0, SIZE))
+            break
+        except OSError:
+            # the FUSE client may still be reconnecting after a restart
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    shutil.chown(path, stack['SMB_USER'])
+
+
+def collect(conn, mids, bound):
+    """{mid: (status, frame, start, end)} for every message id, or fail
+    after bound seconds with the ids still unanswered."""
+    got = {}
+    conn.timeout = bound
+    deadline = time.monotonic() + bound
+    while set(mids) - set(got):
+        if time.monotonic() > deadline:
+            break
+        try:
+            for mid, status, frame, pos, end in conn.recv_responses():
+                got[mid] = (status, bytes(frame[pos:end]))
+                conn.pending.pop(mid, None)
+        except smb2q.Failure:
+            break
+    missing = sorted(set(mids) - set(got))
+    assert not missing, (
+        'no answer within %.0f s to message ids %s (a read left waiting '
+        'for prefetched data that was dropped?)' % (bound, missing))
+    return got
+
+
+def read_data(resp):
+    status, frame = resp
+    assert status == smb2q.STATUS_SUCCESS, smb2q.status_str(status)
+    doff, = struct.unpack_from('<B', frame, 66)
+    dlen, = struct.unpack_from('<I', frame, 68)
+    return frame[doff:doff + dlen]
+
+
+def _change(kind, conn, fid, pattern):
+    """A packet that changes the file through fid without changing the
+    bytes of [0, 2 MiB) the reads ask for, or None after a same-bytes
+    write."""
+    if kind == 'truncate':
+        return set_info_packet(conn, fid, FILE_END_OF_FILE_INFORMATION,
+                               struct.pack('<Q', SIZE + MiB))
+    if kind == 'allocation':
+        # smaller than the file: smbd truncates to it
+        return set_info_packet(conn, fid, FILE_ALLOCATION_INFORMATION,
+                               struct.pack('<Q', 2 * MiB))
+    if kind == 'zero-data':
+        return zero_data_packet(conn, fid, 3 * MiB, SIZE)
+    if kind == 'strict-read':
+        # strict mode, a handle without an oplock: prefetched data of the
+        # file may not be served, so it is all dropped
+        return conn.read_packet(fid, 3 * MiB, REQ)
+    if kind == 'write':
+        # the same bytes over everything the reads can have prefetched
+        # (the first window: 1.25 MiB)
+        return conn.write_packet(fid, 0, pattern.get(0, 2 * MiB))
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize('kind', ['truncate', 'allocation', 'zero-data',
+                                  'write', 'strict-read'])
+def test_prefetch_waiter_answered_after_change(stack, tmpname, slow_reads,
+                                               kind):
+    """Three sequential reads sent at once: the second confirms the
+    stream and sends the first prefetch window, the third waits for it.
+    A change through another handle drops that window while it is in
+    flight: the third read must still be answered with the file's data
+    (a read answered from Gluster, after the change or racing it), and
+    close must not wait forever.  Before the fix the third read was
+    never answered: the dropped chunks were orphaned and their
+    completions woke no waiter."""
+    pattern = smb2q.Pattern(tmpname)
+    write_pattern(stack, tmpname, pattern)
+    share = 'glusterfs2-strict' if kind == 'strict-read' else 'glusterfs2'
+    before = share_stats(stack, share)
+    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                      stack['SMB_USER'], stack['SMB_PASS'], share,
+                      timeout=ANSWER_BOUND)
+    try:
+        if kind == 'strict-read':
+            # the reader holds a level II oplock (strict mode prefetches
+            # only then: the counters below show it did), the other
+            # handle none
+            fb = conn.open(tmpname, False, False)
+            conn.quiet()
+            fa = conn.c.create(conn.tid, tmpname, s3.FILE_READ_DATA |
+                               s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                               s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                               s3.FILE_SHARE_DELETE,
+                               s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+                               s3.FILE_ATTRIBUTE_NORMAL,
+                               oplockLevel=s3.SMB2_OPLOCK_LEVEL_II)
+        else:
+            fa = conn.open(tmpname, False, False)
+            fb = conn.open(tmpname, True, False)
+        conn.ensure_credits(64)
+        reads = {}
+        for i in range(3):
+            mid = conn.send(conn.read_packet(fa, i * REQ, REQ), 1)
+            conn.pending[mid] = {}
+            reads[mid] = i * REQ
+        time.sleep(0.2)     # the third read is waiting now
+        pkt = _change(kind, conn, fb, pattern)
+        mid = conn.send(pkt, conn.charge(len(pkt.body)))
+        conn.pending[mid] = {}
+        got = collect(conn, list(reads) + [mid], ANSWER_BOUND)
+        status = got[mid][0]
+        assert status == smb2q.STATUS_SUCCESS, (kind,
+                                                smb2q.status_str(status))
+        if kind == 'strict-read':
+            assert read_data(got[mid]) == pattern.get(3 * MiB, REQ)
+        for m, off in reads.items():
+            data = read_data(got[m])
+            assert data == pattern.get(off, REQ), (
+                'READ at %d: wrong data' % off)
+        mids = [conn.send(close_packet(conn, f), 1) for f in (fa, fb)]
+        got = collect(conn, mids, ANSWER_BOUND)
+        assert all(r[0] == smb2q.STATUS_SUCCESS for r in got.values())
+    finally:
+        conn.drop()
+        os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))
+    # the test is void unless a window was in flight and was dropped
+    after = settled_stats(stack, share, before, 'prefetch_unused',
+                          REQ)
+    assert after['prefetch_bytes'] - before.get('prefetch_bytes', 0) >= REQ
+    assert after['prefetch_unused'] - before.get('prefetch_unused', 0) >= REQ
