@@ -49,8 +49,8 @@ void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
 			 ssize_t ret, int err, uint64_t at);
 
 /* Name lists. */
-bool gf2_meta_get_list(const char *path, bool nofollow, char *list,
-		       size_t size, ssize_t *ret);
+bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
+		       char *list, size_t size, ssize_t *ret);
 void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 			  const bool *values, size_t n, bool nofollow);
 void gf2_meta_drop_lists(void);

@@ -11,7 +11,9 @@
  *   - extended attribute name lists, fetched in parallel during
  *     listings (below).
  * Stats and values live in the pure cache of gf2_mdcache.c (keyed by
- * volume and path); the lists in a bounded list of their own.
+ * volume and path); the lists in a bounded list of their own, keyed by
+ * volume and path too: one process serves shares of several volumes,
+ * whose paths repeat.
  *
  * Coherence, the rules every caller follows:
  *   - every change made through this process drops what is kept of the
@@ -58,6 +60,7 @@
 
 struct gf2_xl_entry {
 	struct gf2_xl_entry *prev, *next;
+	glfs_t *fs;		/* the volume: paths repeat across volumes */
 	char *path;
 	bool nofollow;
 	bool not_link;		/* listed as no symlink: follow or not alike */
@@ -167,14 +170,14 @@ static void gf2_xl_expire(void)
  * The kept list of path: returns true and sets *ret (as listxattr would:
  * the length, or -1 with errno ERANGE) if there is one.
  */
-bool gf2_meta_get_list(const char *path, bool nofollow, char *list,
-		      size_t size, ssize_t *ret)
+bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
+		       char *list, size_t size, ssize_t *ret)
 {
 	struct gf2_xl_entry *e = NULL;
 
 	gf2_xl_expire();
 	for (e = gf2_xl_cache; e != NULL; e = e->next) {
-		if ((e->nofollow == nofollow || e->not_link) &&
+		if (e->fs == fs && (e->nofollow == nofollow || e->not_link) &&
 		    strcmp(e->path, path) == 0) {
 			break;
 		}
@@ -418,6 +421,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 			TALLOC_FREE(e);
 			break;
 		}
+		e->fs = fs;
 		e->len = j->ret;
 		e->nofollow = nofollow;
 		e->not_link = values != NULL && values[i];

@@ -527,14 +527,16 @@ ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	 * following it, or one of an entry that is no symlink, serves.
 	 */
 	if (t.path != NULL &&
-	    gf2_meta_get_list(t.path, t.fd != NULL ? false : t.nofollow,
-			      list, size, &ret)) {
+	    gf2_meta_get_list(t.fs, t.path,
+			      t.fd != NULL ? false : t.nofollow, list, size,
+			      &ret)) {
 		TALLOC_FREE(t.path);
 		return ret;
 	}
 	if (t.fd == NULL) {
 		gf2_dir_fetch_lists(t.fs, t.path, t.nofollow);
-		if (gf2_meta_get_list(t.path, t.nofollow, list, size, &ret)) {
+		if (gf2_meta_get_list(t.fs, t.path, t.nofollow, list, size,
+				      &ret)) {
 			TALLOC_FREE(t.path);
 			return ret;
 		}

@@ -277,3 +277,141 @@ def test_prefetch_waiter_answered_after_change(stack, tmpname, slow_reads,
                           REQ)
     assert after['prefetch_bytes'] - before.get('prefetch_bytes', 0) >= REQ
     assert after['prefetch_unused'] - before.get('prefetch_unused', 0) >= REQ
+
+
+# -- one smbd process, several volumes ---------------------------------
+
+PRIVATE_PORT_OFFSET = 1      # the private smbd listens on the stack's + 1
+FILE_FULL_DIRECTORY_INFORMATION = 2
+
+
+@pytest.fixture(scope='module')
+def second_volume(stack):
+    """A one-brick volume of this stack's own (GLUSTER_VOLUME + 'x'),
+    FUSE-mounted; removed afterwards."""
+    vol = stack['GLUSTER_VOLUME'] + 'x'
+    brick = os.path.join(stack['STACK_DIR'], 'bricks', vol, 'b1')
+    mount = os.path.join(stack['STACK_DIR'], 'fuse-' + vol)
+    g = ['gluster', '--mode=script']
+    subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['volume', 'stop', vol, 'force'],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['volume', 'delete', vol],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+    os.makedirs(brick)
+    os.makedirs(mount, exist_ok=True)
+    try:
+        subprocess.run(g + ['volume', 'create', vol, '%s:%s' % (
+            stack['GLUSTER_HOST'], brick), 'force'], check=True,
+            stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'set', vol, 'server.allow-insecure',
+                            'on'], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'start', vol], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(['mount', '-t', 'glusterfs', '%s:/%s' % (
+            stack['GLUSTER_HOST'], vol), mount], check=True)
+        os.chmod(mount, 0o1777)
+        yield vol, mount
+    finally:
+        subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'stop', vol, 'force'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'delete', vol],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+
+
+def gf2_share(stack, vol, extra=()):
+    return [('vfs objects', 'glusterfs2'), ('path', '/'),
+            ('glusterfs2:volume', vol),
+            ('glusterfs2:volfile_server', stack['GLUSTER_HOST']),
+            ('kernel share modes', 'no'), ('read only', 'no')] + list(extra)
+
+
+@pytest.fixture(scope='module')
+def two_volume_smbd(stack, second_volume):
+    """A private smbd serving [v1] on the stack's volume and [v2] on the
+    second one, [v1np] on the stack's volume without prefetch."""
+    import gf2_private_smbd
+    vol2, _mount2 = second_volume
+    srv = gf2_private_smbd.PrivateSmbd(
+        'hardening-cache', stack,
+        port=int(stack['SMB_PORT']) + PRIVATE_PORT_OFFSET)
+    srv.write_conf([], [
+        ('v1', gf2_share(stack, stack['GLUSTER_VOLUME'])),
+        ('v2', gf2_share(stack, vol2)),
+        ('v1np', gf2_share(stack, stack['GLUSTER_VOLUME'],
+                           [('glusterfs2:prefetch', 'no')]))])
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def open_dir(conn, tid, path):
+    return conn.c.create(tid, path, s3.FILE_LIST_DIRECTORY |
+                         s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                         s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                         s3.FILE_SHARE_DELETE, s3.FILE_DIRECTORY_FILE,
+                         s3.FILE_OPEN, 0)
+
+
+def ea_sizes(conn, tid, path):
+    """{name: EaSize} of a listing of directory path through tree tid."""
+    fid = open_dir(conn, tid, path)
+    out = {}
+    try:
+        raw = conn.c.queryDirectory(
+            tid, fid, informationClass=FILE_FULL_DIRECTORY_INFORMATION)
+        pos = 0
+        while True:
+            nxt, = struct.unpack_from('<I', raw, pos)
+            nlen, ea = struct.unpack_from('<II', raw, pos + 60)
+            name = raw[pos + 68:pos + 68 + nlen].decode('utf-16-le')
+            out[name] = ea
+            if not nxt:
+                break
+            pos += nxt
+    finally:
+        conn.c.close(tid, fid)
+    return out
+
+
+def test_xattr_lists_kept_per_volume(stack, tmpname, second_volume,
+                                     two_volume_smbd):
+    """The same path on two volumes, with extended attributes on one of
+    them only, listed through one connection to a share on each volume
+    (one smbd process): each listing shows its own volume's EA sizes.
+    Before the fix, the lists kept by path alone after the first listing
+    answered the second: files with EAs showed none."""
+    vol2, mount2 = second_volume
+    for mount, eas in ((stack['FUSE_MOUNT'], True), (mount2, False)):
+        d = os.path.join(mount, tmpname)
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+        for i in range(4):
+            f = os.path.join(d, 'f%d' % i)
+            with open(f, 'wb') as fh:
+                fh.write(b'x')
+            if eas:
+                os.setxattr(f, 'user.hardening', b'v' * 100)
+    conn = smb2q.Conn('127.0.0.1', two_volume_smbd.port, stack['SMB_USER'],
+                      stack['SMB_PASS'], 'v1', timeout=60)
+    try:
+        tid2 = conn.c.connectTree('v2')
+        names = ['f%d' % i for i in range(4)]
+        # volume 2 first: its lists (empty) are kept; then volume 1, whose
+        # files have an EA of 100 bytes each.  (The other order does not
+        # show: smbd reads each listed EA's value for the size, and the
+        # values on volume 2 are missing, so a foreign list counts 0.)
+        two = ea_sizes(conn, tid2, tmpname)
+        one = ea_sizes(conn, conn.tid, tmpname)
+        assert all(two[n] == 0 for n in names), two
+        assert all(one[n] > 0 for n in names), (
+            'volume 2\'s xattr lists answered for volume 1', one)
+    finally:
+        conn.drop()
+        for mount in (stack['FUSE_MOUNT'], mount2):
+            shutil.rmtree(os.path.join(mount, tmpname), ignore_errors=True)
