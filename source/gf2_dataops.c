@@ -35,17 +35,20 @@ static bool gf2_read_caching(const struct files_struct *fsp)
 
 /*
  * The prefetch state of the file behind fsp, shared by all its handles in
- * this process; NULL when prefetch is off for the share.
+ * this process.  With prefetch off for the share, only one that another
+ * share made (its changes must drop what that one prefetched; its reads
+ * go to Gluster), else NULL.
  */
 static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
 					 const struct files_struct *fsp,
 					 struct gf2_handle *h)
 {
-	if (h == NULL || h->fh->fd == NULL || !c->pf->enabled) {
+	if (h == NULL || h->fh->fd == NULL) {
 		return NULL;
 	}
 	if (h->pf == NULL) {
-		h->pf = gf2_pf_file_get(&fsp->file_id);
+		h->pf = c->pf->enabled ? gf2_pf_file_get(&fsp->file_id) :
+					 gf2_pf_file_find(&fsp->file_id);
 	}
 	return h->pf;
 }

@@ -9,7 +9,8 @@
  * Per file, not per handle: every handle of a file in this smbd process
  * shares one gf2_pf_file (keyed by smbd's file_id), so a write, truncate or
  * fallocate through any of them drops the overlapping prefetched data
- * before it is sent, and a prefetch read that was in flight while the file
+ * before it is sent (a handle of a share without prefetch takes the
+ * file's state only where another share made one, gf2_pf_file_find), and a prefetch read that was in flight while the file
  * was written is thrown away when it lands (write generation).
  *
  * Memory: every chunk, in flight or ready, is counted against one cap per
@@ -124,7 +125,7 @@ void gf2_pf_set_cap(uint64_t cap)
 
 static void gf2_pf_wake(struct gf2_pf_file *pf);
 
-struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
+struct gf2_pf_file *gf2_pf_file_find(const struct file_id *id)
 {
 	struct gf2_pf_file *pf = NULL;
 
@@ -134,6 +135,16 @@ struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
 			pf->refs += 1;
 			return pf;
 		}
+	}
+	return NULL;
+}
+
+struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
+{
+	struct gf2_pf_file *pf = gf2_pf_file_find(id);
+
+	if (pf != NULL) {
+		return pf;
 	}
 	if (gf2_pf_book() == NULL) {
 		return NULL;

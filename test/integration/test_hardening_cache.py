@@ -332,7 +332,8 @@ def gf2_share(stack, vol, extra=()):
 @pytest.fixture(scope='module')
 def two_volume_smbd(stack, second_volume):
     """A private smbd serving [v1] on the stack's volume and [v2] on the
-    second one, [v1np] on the stack's volume without prefetch."""
+    second one; [v1long] on the stack's volume keeps prefetched data 60 s,
+    [v1np] reads it without prefetch."""
     import gf2_private_smbd
     vol2, _mount2 = second_volume
     srv = gf2_private_smbd.PrivateSmbd(
@@ -341,6 +342,8 @@ def two_volume_smbd(stack, second_volume):
     srv.write_conf([], [
         ('v1', gf2_share(stack, stack['GLUSTER_VOLUME'])),
         ('v2', gf2_share(stack, vol2)),
+        ('v1long', gf2_share(stack, stack['GLUSTER_VOLUME'],
+                             [('glusterfs2:prefetch max age', '60000')])),
         ('v1np', gf2_share(stack, stack['GLUSTER_VOLUME'],
                            [('glusterfs2:prefetch', 'no')]))])
     srv.start()
@@ -415,3 +418,72 @@ def test_xattr_lists_kept_per_volume(stack, tmpname, second_volume,
         conn.drop()
         for mount in (stack['FUSE_MOUNT'], mount2):
             shutil.rmtree(os.path.join(mount, tmpname), ignore_errors=True)
+
+
+def _request(conn, packet, charge=1):
+    """Send one request and wait for its answer: (status, frame)."""
+    mid = conn.send(packet, charge)
+    conn.pending[mid] = {}
+    return collect(conn, [mid], 60)[mid]
+
+
+def read_on(conn, tid, fid, off, n):
+    return read_data(_request(conn, smb2q.RawPacket(
+        s3.SMB2_READ, tid, smb2q.READ_REQ.pack(49, 0x50, 0, n, off, fid, 0,
+                                               0, 0, 0, 0, 0))))
+
+
+def write_on(conn, tid, fid, off, data):
+    status, frame = _request(conn, smb2q.RawPacket(
+        s3.SMB2_WRITE, tid, smb2q.WRITE_REQ.pack(
+            49, 64 + 48, len(data), off, fid, 0, 0, 0, 0, 0) + data),
+        conn.charge(len(data)))
+    assert status == smb2q.STATUS_SUCCESS, smb2q.status_str(status)
+
+
+def open_file(conn, tid, path, write):
+    access = s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE
+    if write:
+        access |= s3.FILE_WRITE_DATA | s3.FILE_WRITE_ATTRIBUTES
+    conn.quiet()
+    return conn.c.create(tid, path, access, s3.FILE_SHARE_READ |
+                         s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+                         s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+                         s3.FILE_ATTRIBUTE_NORMAL)
+
+
+def test_write_without_prefetch_drops_prefetched_data(stack, tmpname,
+                                                      two_volume_smbd):
+    """One connection, one smbd process: a reader streams a file through
+    [v1long] (prefetch kept 60 s), a writer changes a range ahead of it
+    through [v1np] (prefetch off) on the same volume, then the reader
+    reads that range: it must see the write.  Before the fix a share
+    without prefetch never looked at the process's prefetched data, so
+    the reader got the bytes prefetched before the write."""
+    pattern = smb2q.Pattern(tmpname)
+    write_pattern(stack, tmpname, pattern)
+    srv = two_volume_smbd
+    conn = smb2q.Conn('127.0.0.1', srv.port, stack['SMB_USER'],
+                      stack['SMB_PASS'], 'v1long', timeout=60)
+    new = b'N' * REQ
+    try:
+        tid_np = conn.c.connectTree('v1np')
+        fr = open_file(conn, conn.tid, tmpname, False)
+        fw = open_file(conn, tid_np, tmpname, True)
+        conn.ensure_credits(64)
+        for off in range(0, 512 * KiB, REQ):
+            assert read_on(conn, conn.tid, fr, off, REQ) == \
+                pattern.get(off, REQ)
+        # the first windows reach past 1 MiB: [768 KiB, 832 KiB) is
+        # prefetched by now
+        write_on(conn, tid_np, fw, 768 * KiB, new)
+        got = read_on(conn, conn.tid, fr, 768 * KiB, REQ)
+        assert got == new, 'the reader got the data prefetched before a ' \
+            'write through a share without prefetch'
+        # control, the same through the prefetching share itself
+        fw2 = open_file(conn, conn.tid, tmpname, True)
+        write_on(conn, conn.tid, fw2, 832 * KiB, new)
+        assert read_on(conn, conn.tid, fr, 832 * KiB, REQ) == new
+    finally:
+        conn.drop()
+        os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))
