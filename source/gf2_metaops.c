@@ -519,6 +519,8 @@ ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	struct gf2_target t;
 	ssize_t ret;
 
+	/* kept lists are answered below: announced changes first */
+	gf2_cache_sync();
 	if (gf2_target_of(talloc_tos(), handle, fsp, true, &t) != 0) {
 		return -1;
 	}
