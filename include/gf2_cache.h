@@ -12,8 +12,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "gf2_bridge.h"
 
 void gf2_cache_sync(void);
 void gf2_cache_invalidate_inode(uint64_t ino, bool all);
+/*
+ * A tree connect on the volume of fs ends: what is kept of that volume
+ * goes with it, so that nothing kept under the address of its glfs
+ * instance is served to another instance allocated there later.
+ */
+void gf2_cache_forget_volume(glfs_t *fs);
 
 #endif /* GF2_CACHE_H */

@@ -90,6 +90,11 @@ void gf2_md_changed_tree(struct gf2_md_cache *mc, const void *ns,
 			 const char *path);
 /* Gluster says the inode changed: drop every path with that st_ino. */
 void gf2_md_drop_ino(struct gf2_md_cache *mc, uint64_t ino);
+/*
+ * The volume ns goes away: drop everything kept under it, before its
+ * address can be reused for another volume.
+ */
+void gf2_md_drop_ns(struct gf2_md_cache *mc, const void *ns);
 void gf2_md_clear(struct gf2_md_cache *mc);
 
 #endif /* GF2_MDCACHE_H */

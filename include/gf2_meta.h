@@ -20,6 +20,8 @@ struct gf2_md_cache *gf2_meta_cache(void);
 /* Serve kept metadata as long as vol's coherence allows. */
 void gf2_meta_volume_ttl(const struct gf2_volume *vol);
 void gf2_meta_invalidate_inode(uint64_t ino, bool all);
+/* fs goes away: drop what is kept of its volume. */
+void gf2_meta_forget_volume(glfs_t *fs);
 
 /* Anything kept at all (a cheap test before building a path). */
 bool gf2_meta_any(void);

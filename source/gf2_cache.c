@@ -16,6 +16,12 @@ void gf2_cache_invalidate_inode(uint64_t ino, bool all)
 	gf2_meta_invalidate_inode(ino, all);
 }
 
+void gf2_cache_forget_volume(glfs_t *fs)
+{
+	/* prefetched data is kept by file id and handle, not by volume */
+	gf2_meta_forget_volume(fs);
+}
+
 void gf2_cache_sync(void)
 {
 	uint64_t inos[GF2_UPCALL_QUEUE];

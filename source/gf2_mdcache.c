@@ -456,6 +456,23 @@ void gf2_md_drop_ino(struct gf2_md_cache *mc, uint64_t ino)
 	}
 }
 
+void gf2_md_drop_ns(struct gf2_md_cache *mc, const void *ns)
+{
+	struct gf2_md_entry *e = NULL;
+	struct gf2_md_entry *next = NULL;
+
+	if (mc == NULL) {
+		return;
+	}
+	for (e = mc->oldest; e != NULL; e = next) {
+		next = e->newer;
+		if (e->ns == ns) {
+			gf2_md_free(mc, e);
+			mc->stats.dropped += 1;
+		}
+	}
+}
+
 void gf2_md_clear(struct gf2_md_cache *mc)
 {
 	if (mc == NULL) {

@@ -143,6 +143,25 @@ static void gf2_xl_drop(struct gf2_xl_entry *e)
 	TALLOC_FREE(e);
 }
 
+/*
+ * The volume of fs is released (its last tree connect is gone): drop
+ * everything kept of it, since another volume's glfs instance may later
+ * be allocated at the same address.
+ */
+void gf2_meta_forget_volume(glfs_t *fs)
+{
+	struct gf2_xl_entry *e = NULL;
+	struct gf2_xl_entry *next = NULL;
+
+	gf2_md_drop_ns(gf2_md, fs);
+	for (e = gf2_xl_cache; e != NULL; e = next) {
+		next = e->next;
+		if (e->fs == fs) {
+			gf2_xl_drop(e);
+		}
+	}
+}
+
 void gf2_meta_drop_lists(void)
 {
 	while (gf2_xl_cache != NULL) {

@@ -584,3 +584,86 @@ def test_ea_query_on_open_handle_takes_upcalls_first(stack, tmpname,
     finally:
         conn.drop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+FILE_STANDARD_INFORMATION = 5
+
+
+def end_of_file(conn, tid, path):
+    """EndOfFile of path opened for attributes only: smbd opens no file
+    descriptor for it, and the module answers the stat by path."""
+    conn.quiet()
+    fid = conn.c.create(tid, path, s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                        s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                        s3.FILE_SHARE_DELETE, s3.FILE_NON_DIRECTORY_FILE,
+                        s3.FILE_OPEN, s3.FILE_ATTRIBUTE_NORMAL)
+    try:
+        raw = conn.c.queryInfo(tid, fid, infoType=s3.SMB2_0_INFO_FILE,
+                               fileInfoClass=FILE_STANDARD_INFORMATION)
+    finally:
+        conn.c.close(tid, fid)
+    return struct.unpack_from('<Q', raw, 8)[0]
+
+
+def test_volume_released_takes_its_kept_metadata(stack, tmpname,
+                                                 second_volume,
+                                                 two_volume_smbd):
+    """Kept stats are keyed by the glfs instance of their volume.  One
+    connection lists a directory on [v1], disconnects that tree (the
+    process's last on the volume: the instance is released), connects
+    [v2] on another volume and asks for the size of the same path there.
+    Both volumes announce changes (kept metadata lives 60 s).  When the
+    new instance is allocated where the released one was, the kept stat
+    of volume 1 answered for volume 2 before the fix; now the release
+    drops what was kept of the volume.  Whether the address is reused
+    is up to malloc: the test repeats the cycle and asserts the right
+    size every time, but here it passes without the fix as well: 13
+    instances made this way all had distinct addresses (glfs_fini frees
+    the old one on the reaper thread, whose cache of freed memory is
+    not the main thread's).  The rule itself is unit-tested
+    (test_mdcache.c, test_volume_dropped)."""
+    vol2, mount2 = second_volume
+    for vol in (stack['GLUSTER_VOLUME'], vol2):
+        for k, v in UPCALL_OPTIONS.items():
+            gluster_set(vol, k, v)
+    try:
+        time.sleep(2)
+        for mount, size in ((stack['FUSE_MOUNT'], 1000), (mount2, 5)):
+            d = os.path.join(mount, tmpname)
+            os.mkdir(d)
+            os.chmod(d, 0o777)
+            for i in range(4):
+                with open(os.path.join(d, 'f%d' % i), 'wb') as f:
+                    f.write(b'x' * size)
+        conn = smb2q.Conn('127.0.0.1', two_volume_smbd.port,
+                          stack['SMB_USER'], stack['SMB_PASS'], 'v2',
+                          timeout=60)
+        try:
+            tid2 = conn.tid
+            wrong = []
+            for cycle in range(4):
+                tid1 = conn.c.connectTree('v1')
+                assert ea_sizes(conn, tid1, tmpname)
+                assert end_of_file(conn, tid1, tmpname + '\\f1') == 1000
+                if cycle == 0:
+                    # v2 connected first: its instance is the older one;
+                    # from now on v1's is released every cycle
+                    conn.c.disconnectTree(tid2)
+                conn.c.disconnectTree(tid1)
+                time.sleep(2)       # glfs_fini runs on its own thread
+                tid2 = conn.c.connectTree('v2')
+                got = end_of_file(conn, tid2, tmpname + '\\f1')
+                if got != 5:
+                    wrong.append((cycle, got))
+                conn.c.disconnectTree(tid2)
+                time.sleep(2)
+            assert not wrong, ('volume 1\'s kept stat answered for volume '
+                               '2 (cycle, size)', wrong)
+        finally:
+            conn.drop()
+    finally:
+        for vol in (stack['GLUSTER_VOLUME'], vol2):
+            for k in UPCALL_OPTIONS:
+                gluster_reset(vol, k)
+        for mount in (stack['FUSE_MOUNT'], mount2):
+            shutil.rmtree(os.path.join(mount, tmpname), ignore_errors=True)
