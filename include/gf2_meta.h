@@ -31,6 +31,9 @@ void gf2_meta_changed(glfs_t *fs, const char *path);
 /* a rename or removal: everything below path, and every list */
 void gf2_meta_changed_tree(glfs_t *fs, const char *path);
 bool gf2_meta_stat_drop_due(const uint64_t *marker);
+/* An asynchronous write of ino is in flight: listings keep no stat of it. */
+void gf2_meta_write_begin(uint64_t ino);
+void gf2_meta_write_end(uint64_t ino);
 void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker);
 void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 		      uint64_t at);

@@ -157,9 +157,16 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_pf_file *pf = gf2_change_begin(handle, fsp, h, offset, n);
+	/* until the write ends, listings keep no stat of the file */
+	struct gf2_cache_write *w = gf2_cache_write_begin(pf,
+							  fsp->file_id.inode);
 
+	if (w == NULL) {
+		gf2_change_end(pf);
+		return NULL;
+	}
 	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
-			       offset, pf != NULL ? gf2_change_end : NULL, pf);
+			       offset, gf2_cache_write_end, w);
 }
 
 ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,

@@ -162,6 +162,16 @@ void gf2_meta_forget_volume(glfs_t *fs)
 	}
 }
 
+void gf2_meta_write_begin(uint64_t ino)
+{
+	gf2_md_write_begin(gf2_meta_cache(), ino);
+}
+
+void gf2_meta_write_end(uint64_t ino)
+{
+	gf2_md_write_end(gf2_meta_cache(), ino);
+}
+
 void gf2_meta_drop_lists(void)
 {
 	while (gf2_xl_cache != NULL) {

@@ -100,14 +100,13 @@ def restart_volume(vol, mount):
             time.sleep(0.5)
 
 
-@pytest.fixture(scope='module')
-def slow_reads(stack):
-    """Every read fop held DELAY s on the bricks: delay-gen inserted above
-    the posix translator (debug.delay-gen names where).  delay-gen reads
-    its options only when the brick starts, so the volume is restarted
-    with it and again without it."""
+def _delay_gen(stack, fops):
+    """delay-gen holds the fops (e.g. 'read') DELAY s on the bricks,
+    inserted above the posix translator (debug.delay-gen names where).
+    delay-gen reads its options only when the brick starts, so the
+    volume is restarted with it and again without it."""
     vol = stack['GLUSTER_VOLUME']
-    keys = {'delay-gen.enable': 'read',
+    keys = {'delay-gen.enable': fops,
             'delay-gen.delay-percentage': '100',
             'delay-gen.delay-duration': str(int(DELAY * 1e6)),
             'debug.delay-gen': 'posix'}
@@ -120,6 +119,16 @@ def slow_reads(stack):
         for k in reversed(list(keys)):
             gluster_reset(vol, k)
         restart_volume(vol, stack['FUSE_MOUNT'])
+
+
+@pytest.fixture(scope='class')
+def slow_reads(stack):
+    yield from _delay_gen(stack, 'read')
+
+
+@pytest.fixture(scope='class')
+def slow_writes(stack):
+    yield from _delay_gen(stack, 'write')
 
 
 def set_info_packet(conn, fid, info_class, buf):
@@ -210,73 +219,76 @@ def _change(kind, conn, fid, pattern):
     raise ValueError(kind)
 
 
-@pytest.mark.parametrize('kind', ['truncate', 'allocation', 'zero-data',
-                                  'write', 'strict-read'])
-def test_prefetch_waiter_answered_after_change(stack, tmpname, slow_reads,
-                                               kind):
-    """Three sequential reads sent at once: the second confirms the
-    stream and sends the first prefetch window, the third waits for it.
-    A change through another handle drops that window while it is in
-    flight: the third read must still be answered with the file's data
-    (a read answered from Gluster, after the change or racing it), and
-    close must not wait forever.  Before the fix the third read was
-    never answered: the dropped chunks were orphaned and their
-    completions woke no waiter."""
-    pattern = smb2q.Pattern(tmpname)
-    write_pattern(stack, tmpname, pattern)
-    share = 'glusterfs2-strict' if kind == 'strict-read' else 'glusterfs2'
-    before = share_stats(stack, share)
-    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                      stack['SMB_USER'], stack['SMB_PASS'], share,
-                      timeout=ANSWER_BOUND)
-    try:
-        if kind == 'strict-read':
-            # the reader holds a level II oplock (strict mode prefetches
-            # only then: the counters below show it did), the other
-            # handle none
-            fb = conn.open(tmpname, False, False)
-            conn.quiet()
-            fa = conn.c.create(conn.tid, tmpname, s3.FILE_READ_DATA |
-                               s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
-                               s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
-                               s3.FILE_SHARE_DELETE,
-                               s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
-                               s3.FILE_ATTRIBUTE_NORMAL,
-                               oplockLevel=s3.SMB2_OPLOCK_LEVEL_II)
-        else:
-            fa = conn.open(tmpname, False, False)
-            fb = conn.open(tmpname, True, False)
-        conn.ensure_credits(64)
-        reads = {}
-        for i in range(3):
-            mid = conn.send(conn.read_packet(fa, i * REQ, REQ), 1)
+class TestPrefetchWaiters:
+    """Brick reads held DELAY s."""
+
+    @pytest.mark.parametrize('kind', ['truncate', 'allocation', 'zero-data',
+                                      'write', 'strict-read'])
+    def test_prefetch_waiter_answered_after_change(self, stack, tmpname,
+                                                   slow_reads, kind):
+        """Three sequential reads sent at once: the second confirms the
+        stream and sends the first prefetch window, the third waits for it.
+        A change through another handle drops that window while it is in
+        flight: the third read must still be answered with the file's data
+        (a read answered from Gluster, after the change or racing it), and
+        close must not wait forever.  Before the fix the third read was
+        never answered: the dropped chunks were orphaned and their
+        completions woke no waiter."""
+        pattern = smb2q.Pattern(tmpname)
+        write_pattern(stack, tmpname, pattern)
+        share = 'glusterfs2-strict' if kind == 'strict-read' else 'glusterfs2'
+        before = share_stats(stack, share)
+        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                          stack['SMB_USER'], stack['SMB_PASS'], share,
+                          timeout=ANSWER_BOUND)
+        try:
+            if kind == 'strict-read':
+                # the reader holds a level II oplock (strict mode prefetches
+                # only then: the counters below show it did), the other
+                # handle none
+                fb = conn.open(tmpname, False, False)
+                conn.quiet()
+                fa = conn.c.create(conn.tid, tmpname, s3.FILE_READ_DATA |
+                                   s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                                   s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                                   s3.FILE_SHARE_DELETE,
+                                   s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+                                   s3.FILE_ATTRIBUTE_NORMAL,
+                                   oplockLevel=s3.SMB2_OPLOCK_LEVEL_II)
+            else:
+                fa = conn.open(tmpname, False, False)
+                fb = conn.open(tmpname, True, False)
+            conn.ensure_credits(64)
+            reads = {}
+            for i in range(3):
+                mid = conn.send(conn.read_packet(fa, i * REQ, REQ), 1)
+                conn.pending[mid] = {}
+                reads[mid] = i * REQ
+            time.sleep(0.2)     # the third read is waiting now
+            pkt = _change(kind, conn, fb, pattern)
+            mid = conn.send(pkt, conn.charge(len(pkt.body)))
             conn.pending[mid] = {}
-            reads[mid] = i * REQ
-        time.sleep(0.2)     # the third read is waiting now
-        pkt = _change(kind, conn, fb, pattern)
-        mid = conn.send(pkt, conn.charge(len(pkt.body)))
-        conn.pending[mid] = {}
-        got = collect(conn, list(reads) + [mid], ANSWER_BOUND)
-        status = got[mid][0]
-        assert status == smb2q.STATUS_SUCCESS, (kind,
-                                                smb2q.status_str(status))
-        if kind == 'strict-read':
-            assert read_data(got[mid]) == pattern.get(3 * MiB, REQ)
-        for m, off in reads.items():
-            data = read_data(got[m])
-            assert data == pattern.get(off, REQ), (
-                'READ at %d: wrong data' % off)
-        mids = [conn.send(close_packet(conn, f), 1) for f in (fa, fb)]
-        got = collect(conn, mids, ANSWER_BOUND)
-        assert all(r[0] == smb2q.STATUS_SUCCESS for r in got.values())
-    finally:
-        conn.drop()
-        os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))
-    # the test is void unless a window was in flight and was dropped
-    after = settled_stats(stack, share, before, 'prefetch_unused',
-                          REQ)
-    assert after['prefetch_bytes'] - before.get('prefetch_bytes', 0) >= REQ
-    assert after['prefetch_unused'] - before.get('prefetch_unused', 0) >= REQ
+            got = collect(conn, list(reads) + [mid], ANSWER_BOUND)
+            status = got[mid][0]
+            assert status == smb2q.STATUS_SUCCESS, (kind,
+                                                    smb2q.status_str(status))
+            if kind == 'strict-read':
+                assert read_data(got[mid]) == pattern.get(3 * MiB, REQ)
+            for m, off in reads.items():
+                data = read_data(got[m])
+                assert data == pattern.get(off, REQ), (
+                    'READ at %d: wrong data' % off)
+            mids = [conn.send(close_packet(conn, f), 1) for f in (fa, fb)]
+            got = collect(conn, mids, ANSWER_BOUND)
+            assert all(r[0] == smb2q.STATUS_SUCCESS for r in got.values())
+        finally:
+            conn.drop()
+            os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))
+        # the test is void unless a window was in flight and was dropped
+        after = settled_stats(stack, share, before, 'prefetch_unused',
+                              REQ)
+        for key in ('prefetch_bytes', 'prefetch_unused'):
+            assert after[key] - before.get(key, 0) >= REQ, key
 
 
 # -- one smbd process, several volumes ---------------------------------
@@ -667,3 +679,97 @@ def test_volume_released_takes_its_kept_metadata(stack, tmpname,
                 gluster_reset(vol, k)
         for mount in (stack['FUSE_MOUNT'], mount2):
             shutil.rmtree(os.path.join(mount, tmpname), ignore_errors=True)
+
+
+QUERY_DIRECTORY_REQ = struct.Struct('<HBBI16sHHI')     # 32 bytes, the name
+CREATE_REQ = struct.Struct('<HBBIQQIIIIIHHII')          # 56 bytes, the name
+
+
+def create_eof(conn, tid, path):
+    """Open path for attributes only and close it: the EndOfFile of the
+    CREATE response (smbd's stat of the path at open)."""
+    name = path.encode('utf-16-le')
+    status, frame = _request(conn, smb2q.RawPacket(
+        s3.SMB2_CREATE, tid, CREATE_REQ.pack(
+            57, 0, 0, 2, 0, 0, s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE, 0,
+            s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+            s3.FILE_OPEN, s3.FILE_NON_DIRECTORY_FILE, 64 + 56, len(name),
+            0, 0) + name))
+    assert status == smb2q.STATUS_SUCCESS, smb2q.status_str(status)
+    eof, = struct.unpack_from('<Q', frame, 64 + 48)
+    fid = bytes(frame[64 + 64:64 + 80])
+    _request(conn, close_packet(conn, fid))
+    return eof
+
+
+class TestListingDuringWrites:
+    """Brick writes held DELAY s."""
+
+    def test_listing_during_write_keeps_no_stat(self, stack, tmpname,
+                                                slow_writes, upcalls):
+        """One connection: a write that extends a file is in flight while
+        the file's directory is listed; after the write, the file's size
+        asked by path must be the new one.  The bricks may answer the
+        listing before the write, so the listing's stat of the file is
+        from before it; kept (60 s with upcalls, which never announce a
+        client's own change), it answered every later lookup by path
+        until it expired before the fix (seen with a debug line: two
+        lookups of the file answered 1000 after the write).  Now no stat
+        is kept of a file with a write in flight (the rule:
+        test_mdcache.c, test_writes_in_flight).  The sizes a client sees
+        here were right before the fix as well: smbd takes them from an
+        fstat of the handle it opens; the test checks them."""
+        d = os.path.join(stack['FUSE_MOUNT'], tmpname)
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+        f = os.path.join(d, 'f')
+        with open(f, 'wb') as fh:
+            fh.write(b'o' * 1000)
+        shutil.chown(f, stack['SMB_USER'])
+        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                          stack['SMB_USER'], stack['SMB_PASS'],
+                          'glusterfs2', timeout=60)
+        path = tmpname + '\\f'
+        try:
+            assert end_of_file(conn, conn.tid, path) == 1000
+            dfid = open_dir(conn, conn.tid, tmpname)
+            fw = open_file(conn, conn.tid, path, True)
+            conn.ensure_credits(8)
+            wmid = conn.send(smb2q.RawPacket(
+                s3.SMB2_WRITE, conn.tid, smb2q.WRITE_REQ.pack(
+                    49, 64 + 48, 1000, 1000, fw, 0, 0, 0, 0, 0) +
+                b'n' * 1000), 1)
+            conn.pending[wmid] = {}
+            time.sleep(0.3)         # the write is on the bricks now
+            name = '*'.encode('utf-16-le')
+            lmid = conn.send(smb2q.RawPacket(
+                s3.SMB2_QUERY_DIRECTORY, conn.tid, QUERY_DIRECTORY_REQ.pack(
+                    33, FILE_FULL_DIRECTORY_INFORMATION, 0, 0, dfid,
+                    64 + 32, len(name), 65536) + name), 1)
+            conn.pending[lmid] = {}
+            got = collect(conn, [wmid, lmid], 60)
+            assert got[wmid][0] == smb2q.STATUS_SUCCESS
+            assert got[lmid][0] == smb2q.STATUS_SUCCESS
+            # the listing was answered before the write: it saw 1000
+            frame = got[lmid][1]
+            off, = struct.unpack_from('<H', frame, 64 + 2)
+            sizes = {}
+            pos = off
+            while True:
+                nxt, = struct.unpack_from('<I', frame, pos)
+                eof, = struct.unpack_from('<Q', frame, pos + 40)
+                nlen, = struct.unpack_from('<I', frame, pos + 60)
+                sizes[frame[pos + 68:pos + 68 + nlen].decode(
+                    'utf-16-le')] = eof
+                if not nxt:
+                    break
+                pos += nxt
+            # 1000 before the fix (the readdirplus stat); with it smbd
+            # asks Gluster, whose write-behind answers after the write
+            assert sizes['f'] in (1000, 2000), sizes
+            assert create_eof(conn, conn.tid, path) == 2000, (
+                'the stat a listing fetched during the write was kept')
+            assert end_of_file(conn, conn.tid, path) == 2000
+        finally:
+            conn.drop()
+            shutil.rmtree(d, ignore_errors=True)

@@ -303,6 +303,44 @@ static void test_volume_dropped(void **state)
 	talloc_free(mc);
 }
 
+/* No stat is kept of a file while a write of it is in flight. */
+static void test_writes_in_flight(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat f = st_of(7, 10, S_IFREG | 0644);
+	struct stat g = st_of(8, 10, S_IFREG | 0644);
+	struct stat got;
+	int i;
+
+	gf2_md_write_begin(mc, 7);
+	gf2_md_write_begin(mc, 7);
+	assert_false(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_false(gf2_md_put_stat(mc, &NS2, "/f", &f, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	gf2_md_write_end(mc, 7);
+	assert_true(gf2_md_writing(mc, 7));
+	assert_false(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	gf2_md_write_end(mc, 7);
+	assert_false(gf2_md_writing(mc, 7));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/f", 0, &got));
+
+	/* more inodes than the table: nothing is kept meanwhile */
+	for (i = 0; i < GF2_MD_WRITING + 1; i++) {
+		gf2_md_write_begin(mc, 100 + i);
+	}
+	assert_false(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	for (i = 0; i < GF2_MD_WRITING + 1; i++) {
+		gf2_md_write_end(mc, 100 + i);
+	}
+	assert_false(gf2_md_writing(mc, 100));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	/* an end without a begin changes nothing */
+	gf2_md_write_end(mc, 5);
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	talloc_free(mc);
+}
+
 static void test_many_paths_hash(void **state)
 {
 	struct gf2_md_cache *mc = gf2_md_new(NULL, 2000, AGE);
@@ -344,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_stat_puts_counts_kept_stats),
 		cmocka_unit_test(test_tree_and_inode_drops),
 		cmocka_unit_test(test_volume_dropped),
+		cmocka_unit_test(test_writes_in_flight),
 		cmocka_unit_test(test_many_paths_hash),
 	};
 
