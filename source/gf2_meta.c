@@ -10,10 +10,11 @@
  *     getxattr, setxattr and removexattr calls answered or made;
  *   - extended attribute name lists, fetched in parallel during
  *     listings (below).
- * Stats and values live in the pure cache of gf2_mdcache.c (keyed by
- * volume and path); the lists in a bounded list of their own, keyed by
- * volume and path too: one process serves shares of several volumes,
- * whose paths repeat.
+ * Stats and values live in the pure cache of gf2_mdcache.c; the lists
+ * in a bounded list of their own.  Both are keyed by volume, identity
+ * and path: one process serves shares of several volumes, whose paths
+ * repeat, and several users (sessions), whom Gluster answers
+ * differently (see "Identities" below).
  *
  * Coherence, the rules every caller follows:
  *   - every change made through this process drops what is kept of the
@@ -60,7 +61,7 @@
 
 struct gf2_xl_entry {
 	struct gf2_xl_entry *prev, *next;
-	glfs_t *fs;		/* the volume: paths repeat across volumes */
+	const struct gf2_meta_id *ns;	/* volume and identity */
 	char *path;
 	bool nofollow;
 	bool not_link;		/* listed as no symlink: follow or not alike */
@@ -76,6 +77,112 @@ static unsigned gf2_xl_count;
 #define GF2_MD_ENTRIES 4096
 
 static struct gf2_md_cache *gf2_md;
+
+/*
+ * Identities.  What Gluster answered one user is not what it answers
+ * another: a lookup inside a directory the second user may not search
+ * fails on the bricks, an xattr may be unreadable.  So everything is
+ * kept per volume and identity (uid, gid and supplementary groups of
+ * the calling thread, which smbd sets for every request): the key
+ * space (ns) of the pure cache and of the lists is one of these
+ * records.  A change drops what is kept of the path under every
+ * identity.  At most GF2_META_IDS identities per process, the least
+ * recently used going first with what was kept under it.
+ */
+#define GF2_META_IDS 64
+#define GF2_META_ID_GROUPS 64
+
+struct gf2_meta_id {
+	struct gf2_meta_id *prev, *next;	/* most recently used first */
+	glfs_t *fs;
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t *groups;
+};
+
+static struct gf2_meta_id *gf2_meta_ids;
+static unsigned gf2_meta_nids;
+
+static void gf2_xl_drop_ns(const struct gf2_meta_id *id);
+
+static void gf2_meta_id_free(struct gf2_meta_id *id)
+{
+	gf2_md_drop_ns(gf2_md, id);
+	gf2_xl_drop_ns(id);
+	DLIST_REMOVE(gf2_meta_ids, id);
+	gf2_meta_nids -= 1;
+	TALLOC_FREE(id);
+}
+
+/*
+ * The key space of fs for the calling thread's identity; made if make
+ * (NULL: none yet, or no memory).
+ */
+static struct gf2_meta_id *gf2_meta_id(glfs_t *fs, bool make)
+{
+	gid_t buf[GF2_META_ID_GROUPS];
+	gid_t *groups = buf;
+	struct gf2_meta_id *id = NULL;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int n = getgroups(GF2_META_ID_GROUPS, buf);
+
+	if (n < 0) {
+		n = getgroups(0, NULL);
+		if (n < 0) {
+			return NULL;
+		}
+		groups = talloc_array(talloc_tos(), gid_t, MAX(n, 1));
+		if (groups == NULL) {
+			return NULL;
+		}
+		n = getgroups(n, groups);
+		if (n < 0) {
+			TALLOC_FREE(groups);
+			return NULL;
+		}
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs && id->uid == uid && id->gid == gid &&
+		    id->ngroups == n &&
+		    memcmp(id->groups, groups, n * sizeof(gid_t)) == 0) {
+			break;
+		}
+	}
+	if (id != NULL) {
+		if (id != gf2_meta_ids) {
+			DLIST_PROMOTE(gf2_meta_ids, id);
+		}
+		goto out;
+	}
+	if (!make) {
+		goto out;
+	}
+	while (gf2_meta_nids >= GF2_META_IDS) {
+		gf2_meta_id_free(DLIST_TAIL(gf2_meta_ids));
+	}
+	id = talloc_zero(NULL, struct gf2_meta_id);
+	if (id == NULL) {
+		goto out;
+	}
+	id->groups = talloc_memdup(id, groups, MAX(n, 1) * sizeof(gid_t));
+	if (id->groups == NULL) {
+		TALLOC_FREE(id);
+		goto out;
+	}
+	id->fs = fs;
+	id->uid = uid;
+	id->gid = gid;
+	id->ngroups = n;
+	DLIST_ADD(gf2_meta_ids, id);
+	gf2_meta_nids += 1;
+out:
+	if (groups != buf) {
+		TALLOC_FREE(groups);
+	}
+	return id;
+}
 
 /*
  * How long kept lists and values are served: GF2_META_TTL_MS, or longer
@@ -150,14 +257,13 @@ static void gf2_xl_drop(struct gf2_xl_entry *e)
  */
 void gf2_meta_forget_volume(glfs_t *fs)
 {
-	struct gf2_xl_entry *e = NULL;
-	struct gf2_xl_entry *next = NULL;
+	struct gf2_meta_id *id = NULL;
+	struct gf2_meta_id *next = NULL;
 
-	gf2_md_drop_ns(gf2_md, fs);
-	for (e = gf2_xl_cache; e != NULL; e = next) {
-		next = e->next;
-		if (e->fs == fs) {
-			gf2_xl_drop(e);
+	for (id = gf2_meta_ids; id != NULL; id = next) {
+		next = id->next;
+		if (id->fs == fs) {
+			gf2_meta_id_free(id);
 		}
 	}
 }
@@ -170,6 +276,19 @@ void gf2_meta_write_begin(uint64_t ino)
 void gf2_meta_write_end(uint64_t ino)
 {
 	gf2_md_write_end(gf2_meta_cache(), ino);
+}
+
+static void gf2_xl_drop_ns(const struct gf2_meta_id *id)
+{
+	struct gf2_xl_entry *e = NULL;
+	struct gf2_xl_entry *next = NULL;
+
+	for (e = gf2_xl_cache; e != NULL; e = next) {
+		next = e->next;
+		if (e->ns == id) {
+			gf2_xl_drop(e);
+		}
+	}
 }
 
 void gf2_meta_drop_lists(void)
@@ -203,10 +322,14 @@ bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
 		       char *list, size_t size, ssize_t *ret)
 {
 	struct gf2_xl_entry *e = NULL;
+	const struct gf2_meta_id *id = gf2_meta_id(fs, false);
 
+	if (id == NULL) {
+		return false;
+	}
 	gf2_xl_expire();
 	for (e = gf2_xl_cache; e != NULL; e = e->next) {
-		if (e->fs == fs && (e->nofollow == nofollow || e->not_link) &&
+		if (e->ns == id && (e->nofollow == nofollow || e->not_link) &&
 		    strcmp(e->path, path) == 0) {
 			break;
 		}
@@ -358,12 +481,17 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	struct gf2_xl_batch b = { .fs = fs, .nofollow = nofollow };
 	pthread_t tids[GF2_XL_THREADS];
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 	uint64_t now;
 	size_t nthreads = 0;
 	size_t i;
 	size_t v;
 
 	if (n == 0) {
+		goto out;
+	}
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
 		goto out;
 	}
 	gf2_xl_expire();
@@ -423,7 +551,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		}
 		for (v = 0; v < GF2_XL_VALUES; v++) {
 			if (j->vlen[v] >= -1) {
-				gf2_md_put_xattr(md, fs, j->path,
+				gf2_md_put_xattr(md, id, j->path,
 						 gf2_xl_value_names[v],
 						 j->vbuf[v], j->vlen[v], now);
 			}
@@ -450,7 +578,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 			TALLOC_FREE(e);
 			break;
 		}
-		e->fs = fs;
+		e->ns = id;
 		e->len = j->ret;
 		e->nofollow = nofollow;
 		e->not_link = values != NULL && values[i];
@@ -466,16 +594,30 @@ out:
 
 void gf2_meta_changed(glfs_t *fs, const char *path)
 {
-	if (path != NULL) {
-		gf2_md_changed(gf2_meta_cache(), fs, path);
+	struct gf2_meta_id *id = NULL;
+
+	if (path == NULL) {
+		return;
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed(gf2_md, id, path);
+		}
 	}
 }
 
 void gf2_meta_changed_tree(glfs_t *fs, const char *path)
 {
+	struct gf2_meta_id *id = NULL;
+
 	gf2_meta_drop_lists();
-	if (path != NULL) {
-		gf2_md_changed_tree(gf2_meta_cache(), fs, path);
+	if (path == NULL) {
+		return;
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed_tree(gf2_md, id, path);
+		}
 	}
 }
 
@@ -505,11 +647,16 @@ bool gf2_meta_stat_drop_due(const uint64_t *marker)
 void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	struct gf2_meta_id *id = NULL;
 
 	if (md == NULL || path == NULL) {
 		return;
 	}
-	gf2_md_changed_stat(md, fs, path);
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed_stat(md, id, path);
+		}
+	}
 	if (marker != NULL) {
 		*marker = gf2_md_stat_puts(md);
 	}
@@ -529,15 +676,21 @@ void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 
+	const struct gf2_meta_id *id = NULL;
+
 	/* paths are kept as followed: never a symlink's own xattrs */
 	if (md == NULL || path == NULL || !gf2_meta_kept_name(name) ||
 	    is_link) {
 		return;
 	}
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
+		return;
+	}
 	if (ret >= 0 && size > 0) {
-		gf2_md_put_xattr(md, fs, path, name, value, ret, at);
+		gf2_md_put_xattr(md, id, path, name, value, ret, at);
 	} else if (ret == -1 && (err == ENODATA || err == ENOATTR)) {
-		gf2_md_put_xattr(md, fs, path, name, NULL, -1, at);
+		gf2_md_put_xattr(md, id, path, name, NULL, -1, at);
 	}
 }
 
@@ -545,13 +698,18 @@ bool gf2_meta_get_xattr(glfs_t *fs, const char *path, const char *name,
 			void *value, size_t size, ssize_t *ret)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 	bool found;
 	int err = 0;
 
 	if (md == NULL) {
 		return false;
 	}
-	found = gf2_md_get_xattr(md, fs, path, name, gf2_now_ns(), value,
+	id = gf2_meta_id(fs, false);
+	if (id == NULL) {
+		return false;
+	}
+	found = gf2_md_get_xattr(md, id, path, name, gf2_now_ns(), value,
 				 size, ret, &err);
 	if (found && *ret == -1) {
 		errno = err;
@@ -569,6 +727,7 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 	const char *slash = strrchr(path, '/');
+	const struct gf2_meta_id *id = NULL;
 	char *parent = NULL;
 	ssize_t ret = 0;
 	int err = 0;
@@ -576,20 +735,24 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 	if (md == NULL || slash == NULL) {
 		return;
 	}
-	gf2_md_put_xattr(md, fs, path, "user.DOSATTRIB", NULL, -1, at);
-	gf2_md_put_xattr(md, fs, path, "security.NTACL", NULL, -1, at);
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
+		return;
+	}
+	gf2_md_put_xattr(md, id, path, "user.DOSATTRIB", NULL, -1, at);
+	gf2_md_put_xattr(md, id, path, "security.NTACL", NULL, -1, at);
 	parent = talloc_strndup(talloc_tos(), path,
 				slash == path ? 1 : (size_t)(slash - path));
 	if (parent == NULL) {
 		return;
 	}
-	if (gf2_md_get_xattr(md, fs, parent, "system.posix_acl_default",
+	if (gf2_md_get_xattr(md, id, parent, "system.posix_acl_default",
 			     gf2_now_ns(), NULL, 0, &ret, &err) &&
 	    ret == -1 && err == ENODATA) {
-		gf2_md_put_xattr(md, fs, path, "system.posix_acl_access",
+		gf2_md_put_xattr(md, id, path, "system.posix_acl_access",
 				 NULL, -1, at);
 		if (is_dir) {
-			gf2_md_put_xattr(md, fs, path,
+			gf2_md_put_xattr(md, id, path,
 					 "system.posix_acl_default", NULL, -1,
 					 at);
 		}
@@ -601,8 +764,14 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 bool gf2_meta_get_stat(glfs_t *fs, const char *path, struct stat *st)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 
-	return md != NULL && gf2_md_get_stat(md, fs, path, gf2_now_ns(), st);
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return false;
+	}
+	id = gf2_meta_id(fs, false);
+	return id != NULL &&
+	       gf2_md_get_stat(md, id, path, gf2_now_ns(), st);
 }
 
 /* Keep the stat readdirplus gave for an entry (not "." or ".."). */
@@ -610,6 +779,7 @@ void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
 			  const struct stat *st, uint64_t now)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 	char path[PATH_MAX];
 	int n;
 
@@ -622,5 +792,8 @@ void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		return;
 	}
-	gf2_md_put_stat(md, fs, path, st, now);
+	id = gf2_meta_id(fs, true);
+	if (id != NULL) {
+		gf2_md_put_stat(md, id, path, st, now);
+	}
 }

@@ -773,3 +773,107 @@ class TestListingDuringWrites:
         finally:
             conn.drop()
             shutil.rmtree(d, ignore_errors=True)
+
+
+# -- identities ---------------------------------------------------------
+
+STATUS_ACCESS_DENIED = 0xC0000022
+
+
+def second_session(conn, user, password, share):
+    """A second session (another user) on conn's TCP connection, so one
+    smbd process serves both; returns (session, tree id).  impacket keeps
+    one session per connection object: the sessions are swapped with
+    use_session."""
+    first = conn.c._Session
+    fresh = dict(first)
+    fresh.update({'SessionID': 0, 'TreeConnectTable': {}, 'OpenTable': {},
+                  'SessionKey': b'', 'SigningActivated': False,
+                  'SigningKey': '', 'EncryptionKey': '',
+                  'DecryptionKey': '', 'ApplicationKey': b'',
+                  'SessionFlags': 0})
+    conn.c._Session = fresh
+    conn.quiet()
+    conn.c.login(user, password)
+    tid = conn.c.connectTree(share)
+    second = conn.c._Session
+    conn.c._Session = first
+    return second, tid
+
+
+def use_session(conn, session):
+    conn.c._Session = session
+
+
+@pytest.fixture
+def stat_prefetch(stack, request):
+    vol = stack['GLUSTER_VOLUME']
+    if request.param == 'off':
+        gluster_set(vol, 'performance.stat-prefetch', 'off')
+        time.sleep(2)
+    try:
+        yield request.param
+    finally:
+        if request.param == 'off':
+            gluster_reset(vol, 'performance.stat-prefetch')
+            time.sleep(1)
+
+
+@pytest.mark.parametrize('stat_prefetch', [
+    'off',
+    pytest.param('on', marks=pytest.mark.xfail(strict=True, reason=(
+        'gfapi\'s md-cache (performance.stat-prefetch, on by default) '
+        'answers the second user\'s lookup from the first user\'s '
+        'listing without asking the bricks; the stock module and FUSE '
+        'are refused in the same scenario: not yet understood')))],
+    indirect=True)
+def test_kept_lookup_not_served_to_another_user(stack, tmpname,
+                                                stat_prefetch):
+    """Two users on one connection (one smbd process, one metadata
+    cache).  A directory only the first may traverse (0700, its own)
+    holds a file.  The first lists the share's root and the directory,
+    which keeps their entries' stats; the second then opens the file for
+    its attributes: Gluster refuses it the lookup inside the directory,
+    so must the module.  Before the fix the kept stat answered the
+    lookup whoever asked, and the second user got the file's size (with
+    md-cache off, so that only the module's cache is under test)."""
+    d = os.path.join(stack['FUSE_MOUNT'], tmpname)
+    os.mkdir(d)
+    f = os.path.join(d, 'f')
+    with open(f, 'wb') as fh:
+        fh.write(b's' * 123)
+    os.chmod(f, 0o644)
+    shutil.chown(f, stack['SMB_USER'])
+    os.chmod(d, 0o700)
+    shutil.chown(d, stack['SMB_USER'])
+    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                      stack['SMB_USER'], stack['SMB_PASS'], 'glusterfs2',
+                      timeout=60)
+    path = tmpname + '\\f'
+    try:
+        s1 = conn.c._Session
+        tid1 = conn.tid
+        s2, tid2 = second_session(conn, stack['SMB_USER2'],
+                                  stack['SMB_PASS2'], 'glusterfs2')
+
+        def user2_eof():
+            use_session(conn, s2)
+            try:
+                return end_of_file(conn, tid2, path)
+            except smb2q.smb3.SessionError as e:
+                return e.get_error_code()
+            finally:
+                use_session(conn, s1)
+
+        # control: the bricks refuse the second user
+        assert user2_eof() == STATUS_ACCESS_DENIED
+        assert end_of_file(conn, tid1, path) == 123
+        for attempt in range(3):
+            assert ea_sizes(conn, tid1, '')
+            assert 'f' in ea_sizes(conn, tid1, tmpname)
+            got = user2_eof()
+            assert got == STATUS_ACCESS_DENIED, (
+                'a lookup kept for one user answered another', got)
+    finally:
+        conn.drop()
+        shutil.rmtree(d, ignore_errors=True)
