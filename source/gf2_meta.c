@@ -34,7 +34,8 @@
  * after the other.  When smbd asks for the list of an entry of a
  * directory this process is listing, the lists of that entry and of the
  * entries read ahead of smbd in that directory are fetched at once
- * (gf2_meta_fetch_lists), with up to GF2_XL_THREADS threads of gfapi
+ * (gf2_meta_fetch_lists), at most GF2_XL_BATCH of them and for at most
+ * GF2_XL_BATCH_MS, with up to GF2_XL_THREADS threads of gfapi
  * calls, each running as the SMB user (glfs_setfsuid/gid/groups with the
  * main thread's effective identity).  Memory: at most GF2_XL_MAX lists
  * of at most GF2_XL_LIST_MAX bytes, freed when expired (or, the table
@@ -55,6 +56,13 @@
 #define DBGC_CLASS DBGC_VFS
 
 #define GF2_XL_THREADS 8
+/*
+ * smbd's main loop waits for a batch: at most GF2_XL_BATCH lists, and no
+ * job is started after GF2_XL_BATCH_MS (the first always is).  What is
+ * left is asked by the next batch, which smbd's next entry starts.
+ */
+#define GF2_XL_BATCH 32
+#define GF2_XL_BATCH_MS 10
 #define GF2_XL_MAX 1024
 #define GF2_XL_LIST_MAX 65536
 #define GF2_XL_VALUES 3
@@ -435,6 +443,7 @@ struct gf2_xl_batch {
 	gid_t *groups;
 	struct gf2_xl_job *jobs;
 	size_t njobs;
+	uint64_t deadline_ns;		/* no job starts after it */
 	size_t next;			/* guarded by lock */
 	pthread_mutex_t lock;
 };
@@ -452,7 +461,8 @@ static void *gf2_xl_worker(void *arg)
 		struct gf2_xl_job *j = NULL;
 
 		pthread_mutex_lock(&b->lock);
-		if (b->next < b->njobs) {
+		if (b->next < b->njobs &&
+		    (b->next == 0 || gf2_now_ns() < b->deadline_ns)) {
 			j = &b->jobs[b->next++];
 		}
 		pthread_mutex_unlock(&b->lock);
@@ -482,7 +492,9 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	pthread_t tids[GF2_XL_THREADS];
 	struct gf2_md_cache *md = gf2_meta_cache();
 	const struct gf2_meta_id *id = NULL;
+	uint64_t start = gf2_now_ns();
 	uint64_t now;
+	size_t asked = n;
 	size_t nthreads = 0;
 	size_t i;
 	size_t v;
@@ -490,6 +502,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	if (n == 0) {
 		goto out;
 	}
+	n = MIN(n, GF2_XL_BATCH);
 	id = gf2_meta_id(fs, true);
 	if (id == NULL) {
 		goto out;
@@ -529,6 +542,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	}
 	b.njobs = n;
 	now = gf2_now_ns();
+	b.deadline_ns = start + GF2_XL_BATCH_MS * 1000000ULL;
 	pthread_mutex_init(&b.lock, NULL);
 	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
 		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,
@@ -541,6 +555,8 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		pthread_join(tids[i], NULL);
 	}
 	pthread_mutex_destroy(&b.lock);
+	DBG_INFO("%zu of %zu lists fetched, main loop held %" PRIu64 " us\n",
+		 b.next, asked, (gf2_now_ns() - start) / 1000);
 
 	/* the values count from when they were asked for */
 	for (i = 0; i < n && md != NULL; i++) {

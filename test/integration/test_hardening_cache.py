@@ -877,3 +877,61 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
     finally:
         conn.drop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+# -- how long a listing holds smbd's main loop ---------------------------
+
+XL_BATCH = 32           # GF2_XL_BATCH in source/gf2_meta.c
+
+
+def test_xattr_list_batches_bounded(stack, tmpname):
+    """smbd's main loop waits while a batch of xattr lists is fetched for
+    a listing.  A batch takes at most XL_BATCH lists (and starts no job
+    after 10 ms, not asserted: timings are not behaviour); what is left
+    is fetched by the next batch, so every entry still gets its list.
+    The module logs each batch at vfs log level 5; a private smbd runs
+    at that level.  Before the fix a batch took the directory buffer's
+    128 entries.  (The longest wait measured under 10,000 entries: the
+    commit message and the final figures.)"""
+    import gf2_private_smbd
+    d = os.path.join(stack['FUSE_MOUNT'], tmpname)
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    for i in range(300):
+        open(os.path.join(d, 'e%03d' % i), 'wb').close()
+    os.setxattr(os.path.join(d, 'e299'), 'user.last', b'x' * 20)
+    srv = gf2_private_smbd.PrivateSmbd(
+        'hardening-cache-log', stack,
+        port=int(stack['SMB_PORT']) + PRIVATE_PORT_OFFSET + 1)
+    conf = srv.write_conf([], [('v1', gf2_share(stack,
+                                                stack['GLUSTER_VOLUME']))])
+    with open(conf) as f:
+        text = f.read()
+    with open(conf, 'w') as f:
+        f.write(text.replace('\tlog level = 1\n', '\tlog level = 1 vfs:5\n'))
+    srv.start()
+    try:
+        conn = smb2q.Conn('127.0.0.1', srv.port, stack['SMB_USER'],
+                          stack['SMB_PASS'], 'v1', timeout=60)
+        try:
+            sizes = ea_sizes(conn, conn.tid, tmpname)
+        finally:
+            conn.drop()
+        time.sleep(1)
+        batches = []
+        for name in os.listdir(srv.dir):
+            if name.startswith('log.'):
+                with open(os.path.join(srv.dir, name), errors='replace') as f:
+                    for line in f:
+                        if 'lists fetched, main loop held' in line:
+                            words = line.split()
+                            i = words.index('of')
+                            batches.append(int(words[i - 1]))
+    finally:
+        srv.stop()
+        shutil.rmtree(d, ignore_errors=True)
+    assert len([n for n in sizes if n.startswith('e')]) == 300
+    assert sizes['e299'] > 0 and sizes['e000'] == 0
+    assert batches, 'no batch logged: the test is void'
+    assert sum(batches) >= 300
+    assert max(batches) <= XL_BATCH, batches
