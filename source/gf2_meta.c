@@ -193,9 +193,12 @@ out:
 }
 
 /*
- * How long kept lists and values are served: GF2_META_TTL_MS, or longer
+ * How long kept stats and values are served: GF2_META_TTL_MS, or longer
  * on volumes whose changes Gluster announces (gf2_meta_volume_ttl).  Per
- * process: the shortest any tree connect asked for.
+ * process: the shortest any tree connect asked for.  Lists are served
+ * GF2_META_TTL_MS at most, upcalls or not: Gluster announces an xattr
+ * change only for the names some client's md-cache registered, so a
+ * user.* attribute set or removed elsewhere comes with no upcall.
  */
 static uint64_t gf2_meta_ttl = GF2_META_TTL_MS;
 static bool gf2_meta_ttl_set;
@@ -316,7 +319,7 @@ static void gf2_xl_expire(void)
 	for (e = gf2_xl_cache; e != NULL; e = next) {
 		next = e->next;
 		if (nsec_time_diff(&now, &e->at) / 1000000 >
-		    (int64_t)gf2_meta_ttl) {
+		    (int64_t)MIN(gf2_meta_ttl, GF2_META_TTL_MS)) {
 			gf2_xl_drop(e);
 		}
 	}

@@ -775,6 +775,42 @@ class TestListingDuringWrites:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def test_ea_set_elsewhere_seen_within_a_second(stack, tmpname, upcalls):
+    """With upcalls, kept metadata lives up to 60 s, but Gluster announces
+    an xattr change only for the names some client's md-cache registered
+    (the module's: DOS attributes, ACLs), not a user.* EA: one set by
+    another Gluster client (FUSE) on a listed file, with nothing else
+    changed, must be seen by an EA query within the 1 s bound that holds
+    without upcalls.  Before the fix the kept list was served for the
+    whole 60 s."""
+    d = os.path.join(stack['FUSE_MOUNT'], tmpname)
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    for n in ('f0', 'f1'):
+        with open(os.path.join(d, n), 'wb') as f:
+            f.write(b'x')
+    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                      stack['SMB_USER'], stack['SMB_PASS'], 'glusterfs2',
+                      timeout=60)
+    try:
+        conn.quiet()
+        fid = conn.c.create(conn.tid, tmpname + '\\f0', s3.FILE_READ_DATA |
+                            s3.FILE_READ_EA | s3.FILE_READ_ATTRIBUTES |
+                            s3.SYNCHRONIZE, s3.FILE_SHARE_READ |
+                            s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+                            s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+                            s3.FILE_ATTRIBUTE_NORMAL)
+        assert ea_sizes(conn, conn.tid, tmpname)['f0'] == 0
+        assert ea_names(conn, conn.tid, fid) == []
+        os.setxattr(os.path.join(d, 'f0'), 'user.late', b'v' * 10)
+        time.sleep(1.5)
+        got = ea_names(conn, conn.tid, fid)
+        assert [n.lower() for n in got] == ['late'], got
+    finally:
+        conn.drop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # -- identities ---------------------------------------------------------
 
 STATUS_ACCESS_DENIED = 0xC0000022
