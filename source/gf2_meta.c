@@ -13,7 +13,7 @@
  * Stats and values live in the pure cache of gf2_mdcache.c; the lists
  * in a bounded list of their own.  Both are keyed by volume, identity
  * and path: one process serves shares of several volumes, whose paths
- * repeat, and several users (sessions), whom Gluster answers
+ * repeat, and several users (logins), whom Gluster answers
  * differently (see "Identities" below).
  *
  * Coherence, the rules every caller follows:

@@ -816,11 +816,10 @@ def test_ea_set_elsewhere_seen_within_a_second(stack, tmpname, upcalls):
 STATUS_ACCESS_DENIED = 0xC0000022
 
 
-def second_session(conn, user, password, share):
-    """A second session (another user) on conn's TCP connection, so one
-    smbd process serves both; returns (session, tree id).  impacket keeps
-    one session per connection object: the sessions are swapped with
-    use_session."""
+def second_login(conn, user, password, share):
+    """A second SMB login (another user) on conn's TCP connection, so one
+    smbd process serves both; returns (its state, tree id).  impacket
+    keeps one login per connection object: use_login swaps them."""
     first = conn.c._Session
     fresh = dict(first)
     fresh.update({'SessionID': 0, 'TreeConnectTable': {}, 'OpenTable': {},
@@ -837,8 +836,8 @@ def second_session(conn, user, password, share):
     return second, tid
 
 
-def use_session(conn, session):
-    conn.c._Session = session
+def use_login(conn, state):
+    conn.c._Session = state
 
 
 @pytest.fixture
@@ -889,17 +888,17 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
     try:
         s1 = conn.c._Session
         tid1 = conn.tid
-        s2, tid2 = second_session(conn, stack['SMB_USER2'],
+        s2, tid2 = second_login(conn, stack['SMB_USER2'],
                                   stack['SMB_PASS2'], 'glusterfs2')
 
         def user2_eof():
-            use_session(conn, s2)
+            use_login(conn, s2)
             try:
                 return end_of_file(conn, tid2, path)
             except smb2q.smb3.SessionError as e:
                 return e.get_error_code()
             finally:
-                use_session(conn, s1)
+                use_login(conn, s1)
 
         # control: the bricks refuse the second user
         assert user2_eof() == STATUS_ACCESS_DENIED
