@@ -12,8 +12,28 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "gf2_bridge.h"
+
+struct gf2_pf_file;
 
 void gf2_cache_sync(void);
 void gf2_cache_invalidate_inode(uint64_t ino, bool all);
+/*
+ * A tree connect on the volume of fs ends: what is kept of that volume
+ * goes with it, so that nothing kept under the address of its glfs
+ * instance is served to another instance allocated there later.
+ */
+void gf2_cache_forget_volume(glfs_t *fs);
+/*
+ * An asynchronous write of inode ino is about to be sent, after
+ * gf2_pf_write_begin on pf (may be NULL): until gf2_cache_write_end
+ * (the write's end hook, called once with the record) no listing keeps
+ * a stat of the file, and then prefetching on pf resumes.  NULL: out of
+ * memory, nothing begun.
+ */
+struct gf2_cache_write;
+struct gf2_cache_write *gf2_cache_write_begin(struct gf2_pf_file *pf,
+					      uint64_t ino);
+void gf2_cache_write_end(void *arg);
 
 #endif /* GF2_CACHE_H */

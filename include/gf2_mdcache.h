@@ -51,7 +51,24 @@ const struct gf2_md_stats *gf2_md_stats(const struct gf2_md_cache *mc);
  */
 uint64_t gf2_md_stat_puts(const struct gf2_md_cache *mc);
 
-/* The stat of path (as lstat: symlinks are never kept) fetched at now. */
+/*
+ * Writes in flight: a stat fetched while a write of its inode is in
+ * flight may show the file before the write (the bricks answer a
+ * listing and a write in either order), so it is not kept.  Every
+ * gf2_md_write_begin is matched by one gf2_md_write_end.  Inodes are
+ * matched alone, whatever the volume (a false match only keeps less).
+ * Up to GF2_MD_WRITING inodes are told apart; while more have writes
+ * in flight, no stat is kept.
+ */
+#define GF2_MD_WRITING 64
+void gf2_md_write_begin(struct gf2_md_cache *mc, uint64_t ino);
+void gf2_md_write_end(struct gf2_md_cache *mc, uint64_t ino);
+bool gf2_md_writing(const struct gf2_md_cache *mc, uint64_t ino);
+
+/*
+ * The stat of path (as lstat: symlinks are never kept) fetched at now;
+ * false if not kept (a symlink, a write in flight, no memory).
+ */
 bool gf2_md_put_stat(struct gf2_md_cache *mc, const void *ns,
 		     const char *path, const struct stat *st, uint64_t now);
 bool gf2_md_get_stat(struct gf2_md_cache *mc, const void *ns,
@@ -90,6 +107,11 @@ void gf2_md_changed_tree(struct gf2_md_cache *mc, const void *ns,
 			 const char *path);
 /* Gluster says the inode changed: drop every path with that st_ino. */
 void gf2_md_drop_ino(struct gf2_md_cache *mc, uint64_t ino);
+/*
+ * The volume ns goes away: drop everything kept under it, before its
+ * address can be reused for another volume.
+ */
+void gf2_md_drop_ns(struct gf2_md_cache *mc, const void *ns);
 void gf2_md_clear(struct gf2_md_cache *mc);
 
 #endif /* GF2_MDCACHE_H */

@@ -20,6 +20,8 @@ struct gf2_md_cache *gf2_meta_cache(void);
 /* Serve kept metadata as long as vol's coherence allows. */
 void gf2_meta_volume_ttl(const struct gf2_volume *vol);
 void gf2_meta_invalidate_inode(uint64_t ino, bool all);
+/* fs goes away: drop what is kept of its volume. */
+void gf2_meta_forget_volume(glfs_t *fs);
 
 /* Anything kept at all (a cheap test before building a path). */
 bool gf2_meta_any(void);
@@ -29,6 +31,9 @@ void gf2_meta_changed(glfs_t *fs, const char *path);
 /* a rename or removal: everything below path, and every list */
 void gf2_meta_changed_tree(glfs_t *fs, const char *path);
 bool gf2_meta_stat_drop_due(const uint64_t *marker);
+/* An asynchronous write of ino is in flight: listings keep no stat of it. */
+void gf2_meta_write_begin(uint64_t ino);
+void gf2_meta_write_end(uint64_t ino);
 void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker);
 void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 		      uint64_t at);
@@ -49,8 +54,8 @@ void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
 			 ssize_t ret, int err, uint64_t at);
 
 /* Name lists. */
-bool gf2_meta_get_list(const char *path, bool nofollow, char *list,
-		       size_t size, ssize_t *ret);
+bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
+		       char *list, size_t size, ssize_t *ret);
 void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 			  const bool *values, size_t n, bool nofollow);
 void gf2_meta_drop_lists(void);

@@ -40,7 +40,14 @@ struct gf2_pf_stats {
 extern struct gf2_pf_stats gf2_pf_stats;
 
 void gf2_pf_set_cap(uint64_t cap);
+/* The file's prefetch state, made if there is none; with a reference. */
 struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id);
+/*
+ * The file's prefetch state with a reference if a handle of this process
+ * made one, else NULL: for shares without prefetch, whose changes must
+ * drop what other shares of the process prefetched.
+ */
+struct gf2_pf_file *gf2_pf_file_find(const struct file_id *id);
 void gf2_pf_file_put(struct gf2_pf_file *pf);
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 /* Drop the prefetched data of every file with this inode (all: of all). */

@@ -16,6 +16,42 @@ void gf2_cache_invalidate_inode(uint64_t ino, bool all)
 	gf2_meta_invalidate_inode(ino, all);
 }
 
+struct gf2_cache_write {
+	struct gf2_pf_file *pf;
+	uint64_t ino;
+};
+
+struct gf2_cache_write *gf2_cache_write_begin(struct gf2_pf_file *pf,
+					      uint64_t ino)
+{
+	struct gf2_cache_write *w = talloc_zero(NULL, struct gf2_cache_write);
+
+	if (w == NULL) {
+		return NULL;
+	}
+	w->pf = pf;
+	w->ino = ino;
+	gf2_meta_write_begin(ino);
+	return w;
+}
+
+void gf2_cache_write_end(void *arg)
+{
+	struct gf2_cache_write *w = arg;
+
+	if (w->pf != NULL) {
+		gf2_pf_write_end(w->pf);
+	}
+	gf2_meta_write_end(w->ino);
+	talloc_free(w);
+}
+
+void gf2_cache_forget_volume(glfs_t *fs)
+{
+	/* prefetched data is kept by file id and handle, not by volume */
+	gf2_meta_forget_volume(fs);
+}
+
 void gf2_cache_sync(void)
 {
 	uint64_t inos[GF2_UPCALL_QUEUE];

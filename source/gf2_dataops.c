@@ -35,17 +35,20 @@ static bool gf2_read_caching(const struct files_struct *fsp)
 
 /*
  * The prefetch state of the file behind fsp, shared by all its handles in
- * this process; NULL when prefetch is off for the share.
+ * this process.  With prefetch off for the share, only one that another
+ * share made (its changes must drop what that one prefetched; its reads
+ * go to Gluster), else NULL.
  */
 static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
 					 const struct files_struct *fsp,
 					 struct gf2_handle *h)
 {
-	if (h == NULL || h->fh->fd == NULL || !c->pf->enabled) {
+	if (h == NULL || h->fh->fd == NULL) {
 		return NULL;
 	}
 	if (h->pf == NULL) {
-		h->pf = gf2_pf_file_get(&fsp->file_id);
+		h->pf = c->pf->enabled ? gf2_pf_file_get(&fsp->file_id) :
+					 gf2_pf_file_find(&fsp->file_id);
 	}
 	return h->pf;
 }
@@ -176,13 +179,20 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_pf_file *pf = NULL;
+	struct gf2_cache_write *w = NULL;
 
 	if (gf2_is_append_write(fsp, offset)) {
 		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
 	}
 	pf = gf2_change_begin(handle, fsp, h, offset, n);
+	/* until the write ends, listings keep no stat of the file */
+	w = gf2_cache_write_begin(pf, fsp->file_id.inode);
+	if (w == NULL) {
+		gf2_change_end(pf);
+		return NULL;
+	}
 	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
-			       offset, pf != NULL ? gf2_change_end : NULL, pf);
+			       offset, gf2_cache_write_end, w);
 }
 
 ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,

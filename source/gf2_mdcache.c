@@ -42,6 +42,12 @@ struct gf2_md_cache {
 	uint64_t stat_puts;		/* stats ever kept, for gf2_md_stat_puts */
 	uint64_t max_age_ns;
 	struct gf2_md_stats stats;
+	/* inodes with writes in flight, and writes beyond the table */
+	struct {
+		uint64_t ino;
+		unsigned n;
+	} writing[GF2_MD_WRITING];
+	unsigned writing_overflow;
 };
 
 static uint32_t gf2_md_hash(const void *ns, const char *path)
@@ -214,12 +220,74 @@ static bool gf2_md_fresh(const struct gf2_md_cache *mc, uint64_t at,
 	return now >= at && now - at <= mc->max_age_ns;
 }
 
+void gf2_md_write_begin(struct gf2_md_cache *mc, uint64_t ino)
+{
+	unsigned i;
+	unsigned free_slot = GF2_MD_WRITING;
+
+	if (mc == NULL) {
+		return;
+	}
+	for (i = 0; i < GF2_MD_WRITING; i++) {
+		if (mc->writing[i].n > 0 && mc->writing[i].ino == ino) {
+			mc->writing[i].n += 1;
+			return;
+		}
+		if (mc->writing[i].n == 0 && free_slot == GF2_MD_WRITING) {
+			free_slot = i;
+		}
+	}
+	if (free_slot == GF2_MD_WRITING) {
+		mc->writing_overflow += 1;
+		return;
+	}
+	mc->writing[free_slot].ino = ino;
+	mc->writing[free_slot].n = 1;
+}
+
+void gf2_md_write_end(struct gf2_md_cache *mc, uint64_t ino)
+{
+	unsigned i;
+
+	if (mc == NULL) {
+		return;
+	}
+	for (i = 0; i < GF2_MD_WRITING; i++) {
+		if (mc->writing[i].n > 0 && mc->writing[i].ino == ino) {
+			mc->writing[i].n -= 1;
+			return;
+		}
+	}
+	if (mc->writing_overflow > 0) {
+		mc->writing_overflow -= 1;
+	}
+}
+
+bool gf2_md_writing(const struct gf2_md_cache *mc, uint64_t ino)
+{
+	unsigned i;
+
+	if (mc->writing_overflow > 0) {
+		return true;
+	}
+	for (i = 0; i < GF2_MD_WRITING; i++) {
+		if (mc->writing[i].n > 0 && mc->writing[i].ino == ino) {
+			return true;
+		}
+	}
+	return false;
+}
+
 bool gf2_md_put_stat(struct gf2_md_cache *mc, const void *ns,
 		     const char *path, const struct stat *st, uint64_t now)
 {
 	struct gf2_md_entry *e = NULL;
 
 	if (S_ISLNK(st->st_mode)) {
+		return false;
+	}
+	if (gf2_md_writing(mc, (uint64_t)st->st_ino)) {
+		/* fetched while the file changes: maybe from before */
 		return false;
 	}
 	e = gf2_md_fill(mc, ns, path);
@@ -450,6 +518,23 @@ void gf2_md_drop_ino(struct gf2_md_cache *mc, uint64_t ino)
 	for (e = mc->oldest; e != NULL; e = next) {
 		next = e->newer;
 		if (!e->have_stat || (uint64_t)e->st.st_ino == ino) {
+			gf2_md_free(mc, e);
+			mc->stats.dropped += 1;
+		}
+	}
+}
+
+void gf2_md_drop_ns(struct gf2_md_cache *mc, const void *ns)
+{
+	struct gf2_md_entry *e = NULL;
+	struct gf2_md_entry *next = NULL;
+
+	if (mc == NULL) {
+		return;
+	}
+	for (e = mc->oldest; e != NULL; e = next) {
+		next = e->newer;
+		if (e->ns == ns) {
 			gf2_md_free(mc, e);
 			mc->stats.dropped += 1;
 		}

@@ -10,8 +10,11 @@
  *     getxattr, setxattr and removexattr calls answered or made;
  *   - extended attribute name lists, fetched in parallel during
  *     listings (below).
- * Stats and values live in the pure cache of gf2_mdcache.c (keyed by
- * volume and path); the lists in a bounded list of their own.
+ * Stats and values live in the pure cache of gf2_mdcache.c; the lists
+ * in a bounded list of their own.  Both are keyed by volume, identity
+ * and path: one process serves shares of several volumes, whose paths
+ * repeat, and several users (logins), whom Gluster answers
+ * differently (see "Identities" below).
  *
  * Coherence, the rules every caller follows:
  *   - every change made through this process drops what is kept of the
@@ -31,7 +34,8 @@
  * after the other.  When smbd asks for the list of an entry of a
  * directory this process is listing, the lists of that entry and of the
  * entries read ahead of smbd in that directory are fetched at once
- * (gf2_meta_fetch_lists), with up to GF2_XL_THREADS threads of gfapi
+ * (gf2_meta_fetch_lists), at most GF2_XL_BATCH of them and for at most
+ * GF2_XL_BATCH_MS, with up to GF2_XL_THREADS threads of gfapi
  * calls, each running as the SMB user (glfs_setfsuid/gid/groups with the
  * main thread's effective identity).  Memory: at most GF2_XL_MAX lists
  * of at most GF2_XL_LIST_MAX bytes, freed when expired (or, the table
@@ -52,12 +56,20 @@
 #define DBGC_CLASS DBGC_VFS
 
 #define GF2_XL_THREADS 8
+/*
+ * smbd's main loop waits for a batch: at most GF2_XL_BATCH lists, and no
+ * job is started after GF2_XL_BATCH_MS (the first always is).  What is
+ * left is asked by the next batch, which smbd's next entry starts.
+ */
+#define GF2_XL_BATCH 32
+#define GF2_XL_BATCH_MS 10
 #define GF2_XL_MAX 1024
 #define GF2_XL_LIST_MAX 65536
 #define GF2_XL_VALUES 3
 
 struct gf2_xl_entry {
 	struct gf2_xl_entry *prev, *next;
+	const struct gf2_meta_id *ns;	/* volume and identity */
 	char *path;
 	bool nofollow;
 	bool not_link;		/* listed as no symlink: follow or not alike */
@@ -75,9 +87,118 @@ static unsigned gf2_xl_count;
 static struct gf2_md_cache *gf2_md;
 
 /*
- * How long kept lists and values are served: GF2_META_TTL_MS, or longer
+ * Identities.  What Gluster answered one user is not what it answers
+ * another: a lookup inside a directory the second user may not search
+ * fails on the bricks, an xattr may be unreadable.  So everything is
+ * kept per volume and identity (uid, gid and supplementary groups of
+ * the calling thread, which smbd sets for every request): the key
+ * space (ns) of the pure cache and of the lists is one of these
+ * records.  A change drops what is kept of the path under every
+ * identity.  At most GF2_META_IDS identities per process, the least
+ * recently used going first with what was kept under it.
+ */
+#define GF2_META_IDS 64
+#define GF2_META_ID_GROUPS 64
+
+struct gf2_meta_id {
+	struct gf2_meta_id *prev, *next;	/* most recently used first */
+	glfs_t *fs;
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t *groups;
+};
+
+static struct gf2_meta_id *gf2_meta_ids;
+static unsigned gf2_meta_nids;
+
+static void gf2_xl_drop_ns(const struct gf2_meta_id *id);
+
+static void gf2_meta_id_free(struct gf2_meta_id *id)
+{
+	gf2_md_drop_ns(gf2_md, id);
+	gf2_xl_drop_ns(id);
+	DLIST_REMOVE(gf2_meta_ids, id);
+	gf2_meta_nids -= 1;
+	TALLOC_FREE(id);
+}
+
+/*
+ * The key space of fs for the calling thread's identity; made if make
+ * (NULL: none yet, or no memory).
+ */
+static struct gf2_meta_id *gf2_meta_id(glfs_t *fs, bool make)
+{
+	gid_t buf[GF2_META_ID_GROUPS];
+	gid_t *groups = buf;
+	struct gf2_meta_id *id = NULL;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int n = getgroups(GF2_META_ID_GROUPS, buf);
+
+	if (n < 0) {
+		n = getgroups(0, NULL);
+		if (n < 0) {
+			return NULL;
+		}
+		groups = talloc_array(talloc_tos(), gid_t, MAX(n, 1));
+		if (groups == NULL) {
+			return NULL;
+		}
+		n = getgroups(n, groups);
+		if (n < 0) {
+			TALLOC_FREE(groups);
+			return NULL;
+		}
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs && id->uid == uid && id->gid == gid &&
+		    id->ngroups == n &&
+		    memcmp(id->groups, groups, n * sizeof(gid_t)) == 0) {
+			break;
+		}
+	}
+	if (id != NULL) {
+		if (id != gf2_meta_ids) {
+			DLIST_PROMOTE(gf2_meta_ids, id);
+		}
+		goto out;
+	}
+	if (!make) {
+		goto out;
+	}
+	while (gf2_meta_nids >= GF2_META_IDS) {
+		gf2_meta_id_free(DLIST_TAIL(gf2_meta_ids));
+	}
+	id = talloc_zero(NULL, struct gf2_meta_id);
+	if (id == NULL) {
+		goto out;
+	}
+	id->groups = talloc_memdup(id, groups, MAX(n, 1) * sizeof(gid_t));
+	if (id->groups == NULL) {
+		TALLOC_FREE(id);
+		goto out;
+	}
+	id->fs = fs;
+	id->uid = uid;
+	id->gid = gid;
+	id->ngroups = n;
+	DLIST_ADD(gf2_meta_ids, id);
+	gf2_meta_nids += 1;
+out:
+	if (groups != buf) {
+		TALLOC_FREE(groups);
+	}
+	return id;
+}
+
+/*
+ * How long kept stats and values are served: GF2_META_TTL_MS, or longer
  * on volumes whose changes Gluster announces (gf2_meta_volume_ttl).  Per
- * process: the shortest any tree connect asked for.
+ * process: the shortest any tree connect asked for.  Lists are served
+ * GF2_META_TTL_MS at most, upcalls or not: Gluster announces an xattr
+ * change only for the names some client's md-cache registered, so a
+ * user.* attribute set or removed elsewhere comes with no upcall.
  */
 static uint64_t gf2_meta_ttl = GF2_META_TTL_MS;
 static bool gf2_meta_ttl_set;
@@ -140,6 +261,47 @@ static void gf2_xl_drop(struct gf2_xl_entry *e)
 	TALLOC_FREE(e);
 }
 
+/*
+ * The volume of fs is released (its last tree connect is gone): drop
+ * everything kept of it, since another volume's glfs instance may later
+ * be allocated at the same address.
+ */
+void gf2_meta_forget_volume(glfs_t *fs)
+{
+	struct gf2_meta_id *id = NULL;
+	struct gf2_meta_id *next = NULL;
+
+	for (id = gf2_meta_ids; id != NULL; id = next) {
+		next = id->next;
+		if (id->fs == fs) {
+			gf2_meta_id_free(id);
+		}
+	}
+}
+
+void gf2_meta_write_begin(uint64_t ino)
+{
+	gf2_md_write_begin(gf2_meta_cache(), ino);
+}
+
+void gf2_meta_write_end(uint64_t ino)
+{
+	gf2_md_write_end(gf2_meta_cache(), ino);
+}
+
+static void gf2_xl_drop_ns(const struct gf2_meta_id *id)
+{
+	struct gf2_xl_entry *e = NULL;
+	struct gf2_xl_entry *next = NULL;
+
+	for (e = gf2_xl_cache; e != NULL; e = next) {
+		next = e->next;
+		if (e->ns == id) {
+			gf2_xl_drop(e);
+		}
+	}
+}
+
 void gf2_meta_drop_lists(void)
 {
 	while (gf2_xl_cache != NULL) {
@@ -157,7 +319,7 @@ static void gf2_xl_expire(void)
 	for (e = gf2_xl_cache; e != NULL; e = next) {
 		next = e->next;
 		if (nsec_time_diff(&now, &e->at) / 1000000 >
-		    (int64_t)gf2_meta_ttl) {
+		    (int64_t)MIN(gf2_meta_ttl, GF2_META_TTL_MS)) {
 			gf2_xl_drop(e);
 		}
 	}
@@ -167,14 +329,18 @@ static void gf2_xl_expire(void)
  * The kept list of path: returns true and sets *ret (as listxattr would:
  * the length, or -1 with errno ERANGE) if there is one.
  */
-bool gf2_meta_get_list(const char *path, bool nofollow, char *list,
-		      size_t size, ssize_t *ret)
+bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
+		       char *list, size_t size, ssize_t *ret)
 {
 	struct gf2_xl_entry *e = NULL;
+	const struct gf2_meta_id *id = gf2_meta_id(fs, false);
 
+	if (id == NULL) {
+		return false;
+	}
 	gf2_xl_expire();
 	for (e = gf2_xl_cache; e != NULL; e = e->next) {
-		if ((e->nofollow == nofollow || e->not_link) &&
+		if (e->ns == id && (e->nofollow == nofollow || e->not_link) &&
 		    strcmp(e->path, path) == 0) {
 			break;
 		}
@@ -280,6 +446,7 @@ struct gf2_xl_batch {
 	gid_t *groups;
 	struct gf2_xl_job *jobs;
 	size_t njobs;
+	uint64_t deadline_ns;		/* no job starts after it */
 	size_t next;			/* guarded by lock */
 	pthread_mutex_t lock;
 };
@@ -297,7 +464,8 @@ static void *gf2_xl_worker(void *arg)
 		struct gf2_xl_job *j = NULL;
 
 		pthread_mutex_lock(&b->lock);
-		if (b->next < b->njobs) {
+		if (b->next < b->njobs &&
+		    (b->next == 0 || gf2_now_ns() < b->deadline_ns)) {
 			j = &b->jobs[b->next++];
 		}
 		pthread_mutex_unlock(&b->lock);
@@ -326,12 +494,20 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	struct gf2_xl_batch b = { .fs = fs, .nofollow = nofollow };
 	pthread_t tids[GF2_XL_THREADS];
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
+	uint64_t start = gf2_now_ns();
 	uint64_t now;
+	size_t asked = n;
 	size_t nthreads = 0;
 	size_t i;
 	size_t v;
 
 	if (n == 0) {
+		goto out;
+	}
+	n = MIN(n, GF2_XL_BATCH);
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
 		goto out;
 	}
 	gf2_xl_expire();
@@ -369,6 +545,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	}
 	b.njobs = n;
 	now = gf2_now_ns();
+	b.deadline_ns = start + GF2_XL_BATCH_MS * 1000000ULL;
 	pthread_mutex_init(&b.lock, NULL);
 	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
 		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,
@@ -381,6 +558,8 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		pthread_join(tids[i], NULL);
 	}
 	pthread_mutex_destroy(&b.lock);
+	DBG_INFO("%zu of %zu lists fetched, main loop held %" PRIu64 " us\n",
+		 b.next, asked, (gf2_now_ns() - start) / 1000);
 
 	/* the values count from when they were asked for */
 	for (i = 0; i < n && md != NULL; i++) {
@@ -391,7 +570,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		}
 		for (v = 0; v < GF2_XL_VALUES; v++) {
 			if (j->vlen[v] >= -1) {
-				gf2_md_put_xattr(md, fs, j->path,
+				gf2_md_put_xattr(md, id, j->path,
 						 gf2_xl_value_names[v],
 						 j->vbuf[v], j->vlen[v], now);
 			}
@@ -418,6 +597,7 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 			TALLOC_FREE(e);
 			break;
 		}
+		e->ns = id;
 		e->len = j->ret;
 		e->nofollow = nofollow;
 		e->not_link = values != NULL && values[i];
@@ -433,16 +613,30 @@ out:
 
 void gf2_meta_changed(glfs_t *fs, const char *path)
 {
-	if (path != NULL) {
-		gf2_md_changed(gf2_meta_cache(), fs, path);
+	struct gf2_meta_id *id = NULL;
+
+	if (path == NULL) {
+		return;
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed(gf2_md, id, path);
+		}
 	}
 }
 
 void gf2_meta_changed_tree(glfs_t *fs, const char *path)
 {
+	struct gf2_meta_id *id = NULL;
+
 	gf2_meta_drop_lists();
-	if (path != NULL) {
-		gf2_md_changed_tree(gf2_meta_cache(), fs, path);
+	if (path == NULL) {
+		return;
+	}
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed_tree(gf2_md, id, path);
+		}
 	}
 }
 
@@ -472,11 +666,16 @@ bool gf2_meta_stat_drop_due(const uint64_t *marker)
 void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	struct gf2_meta_id *id = NULL;
 
 	if (md == NULL || path == NULL) {
 		return;
 	}
-	gf2_md_changed_stat(md, fs, path);
+	for (id = gf2_meta_ids; id != NULL; id = id->next) {
+		if (id->fs == fs) {
+			gf2_md_changed_stat(md, id, path);
+		}
+	}
 	if (marker != NULL) {
 		*marker = gf2_md_stat_puts(md);
 	}
@@ -496,15 +695,21 @@ void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 
+	const struct gf2_meta_id *id = NULL;
+
 	/* paths are kept as followed: never a symlink's own xattrs */
 	if (md == NULL || path == NULL || !gf2_meta_kept_name(name) ||
 	    is_link) {
 		return;
 	}
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
+		return;
+	}
 	if (ret >= 0 && size > 0) {
-		gf2_md_put_xattr(md, fs, path, name, value, ret, at);
+		gf2_md_put_xattr(md, id, path, name, value, ret, at);
 	} else if (ret == -1 && (err == ENODATA || err == ENOATTR)) {
-		gf2_md_put_xattr(md, fs, path, name, NULL, -1, at);
+		gf2_md_put_xattr(md, id, path, name, NULL, -1, at);
 	}
 }
 
@@ -512,13 +717,18 @@ bool gf2_meta_get_xattr(glfs_t *fs, const char *path, const char *name,
 			void *value, size_t size, ssize_t *ret)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 	bool found;
 	int err = 0;
 
 	if (md == NULL) {
 		return false;
 	}
-	found = gf2_md_get_xattr(md, fs, path, name, gf2_now_ns(), value,
+	id = gf2_meta_id(fs, false);
+	if (id == NULL) {
+		return false;
+	}
+	found = gf2_md_get_xattr(md, id, path, name, gf2_now_ns(), value,
 				 size, ret, &err);
 	if (found && *ret == -1) {
 		errno = err;
@@ -536,6 +746,7 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
 	const char *slash = strrchr(path, '/');
+	const struct gf2_meta_id *id = NULL;
 	char *parent = NULL;
 	ssize_t ret = 0;
 	int err = 0;
@@ -543,20 +754,24 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 	if (md == NULL || slash == NULL) {
 		return;
 	}
-	gf2_md_put_xattr(md, fs, path, "user.DOSATTRIB", NULL, -1, at);
-	gf2_md_put_xattr(md, fs, path, "security.NTACL", NULL, -1, at);
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
+		return;
+	}
+	gf2_md_put_xattr(md, id, path, "user.DOSATTRIB", NULL, -1, at);
+	gf2_md_put_xattr(md, id, path, "security.NTACL", NULL, -1, at);
 	parent = talloc_strndup(talloc_tos(), path,
 				slash == path ? 1 : (size_t)(slash - path));
 	if (parent == NULL) {
 		return;
 	}
-	if (gf2_md_get_xattr(md, fs, parent, "system.posix_acl_default",
+	if (gf2_md_get_xattr(md, id, parent, "system.posix_acl_default",
 			     gf2_now_ns(), NULL, 0, &ret, &err) &&
 	    ret == -1 && err == ENODATA) {
-		gf2_md_put_xattr(md, fs, path, "system.posix_acl_access",
+		gf2_md_put_xattr(md, id, path, "system.posix_acl_access",
 				 NULL, -1, at);
 		if (is_dir) {
-			gf2_md_put_xattr(md, fs, path,
+			gf2_md_put_xattr(md, id, path,
 					 "system.posix_acl_default", NULL, -1,
 					 at);
 		}
@@ -568,8 +783,14 @@ void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 bool gf2_meta_get_stat(glfs_t *fs, const char *path, struct stat *st)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 
-	return md != NULL && gf2_md_get_stat(md, fs, path, gf2_now_ns(), st);
+	if (md == NULL || gf2_md_count(md) == 0) {
+		return false;
+	}
+	id = gf2_meta_id(fs, false);
+	return id != NULL &&
+	       gf2_md_get_stat(md, id, path, gf2_now_ns(), st);
 }
 
 /* Keep the stat readdirplus gave for an entry (not "." or ".."). */
@@ -577,6 +798,7 @@ void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
 			  const struct stat *st, uint64_t now)
 {
 	struct gf2_md_cache *md = gf2_meta_cache();
+	const struct gf2_meta_id *id = NULL;
 	char path[PATH_MAX];
 	int n;
 
@@ -589,5 +811,8 @@ void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		return;
 	}
-	gf2_md_put_stat(md, fs, path, st, now);
+	id = gf2_meta_id(fs, true);
+	if (id != NULL) {
+		gf2_md_put_stat(md, id, path, st, now);
+	}
 }

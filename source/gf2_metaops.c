@@ -529,6 +529,8 @@ ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	struct gf2_target t;
 	ssize_t ret;
 
+	/* kept lists are answered below: announced changes first */
+	gf2_cache_sync();
 	if (gf2_target_of(talloc_tos(), handle, fsp, true, &t) != 0) {
 		return -1;
 	}
@@ -537,14 +539,16 @@ ssize_t gf2_flistxattr(struct vfs_handle_struct *handle,
 	 * following it, or one of an entry that is no symlink, serves.
 	 */
 	if (t.path != NULL &&
-	    gf2_meta_get_list(t.path, t.fd != NULL ? false : t.nofollow,
-			      list, size, &ret)) {
+	    gf2_meta_get_list(t.fs, t.path,
+			      t.fd != NULL ? false : t.nofollow, list, size,
+			      &ret)) {
 		TALLOC_FREE(t.path);
 		return ret;
 	}
 	if (t.fd == NULL) {
 		gf2_dir_fetch_lists(t.fs, t.path, t.nofollow);
-		if (gf2_meta_get_list(t.path, t.nofollow, list, size, &ret)) {
+		if (gf2_meta_get_list(t.fs, t.path, t.nofollow, list, size,
+				      &ret)) {
 			TALLOC_FREE(t.path);
 			return ret;
 		}

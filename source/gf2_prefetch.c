@@ -9,7 +9,8 @@
  * Per file, not per handle: every handle of a file in this smbd process
  * shares one gf2_pf_file (keyed by smbd's file_id), so a write, truncate or
  * fallocate through any of them drops the overlapping prefetched data
- * before it is sent, and a prefetch read that was in flight while the file
+ * before it is sent (a handle of a share without prefetch takes the
+ * file's state only where another share made one, gf2_pf_file_find), and a prefetch read that was in flight while the file
  * was written is thrown away when it lands (write generation).
  *
  * Memory: every chunk, in flight or ready, is counted against one cap per
@@ -39,9 +40,10 @@
  * the call (see gf2_async.c); the completion hands the buffer to the
  * book, reports the chunk there and frees the io.  A chunk dropped while
  * its read is in flight (its file went away, or a write overlapped it) is
- * orphaned by the book, and that completion report frees it.  Reads
- * waiting for a chunk are tevent requests on the file's waiter list;
- * their destructor unlinks them.
+ * orphaned by the book, and that completion report frees it; the reads
+ * waiting on it were woken when it was orphaned (gf2_pf_invalidate).
+ * Reads waiting for a chunk are tevent requests on the file's waiter
+ * list; their destructor unlinks them.
  */
 
 #include "includes.h"
@@ -123,7 +125,7 @@ void gf2_pf_set_cap(uint64_t cap)
 
 static void gf2_pf_wake(struct gf2_pf_file *pf);
 
-struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
+struct gf2_pf_file *gf2_pf_file_find(const struct file_id *id)
 {
 	struct gf2_pf_file *pf = NULL;
 
@@ -133,6 +135,16 @@ struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
 			pf->refs += 1;
 			return pf;
 		}
+	}
+	return NULL;
+}
+
+struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
+{
+	struct gf2_pf_file *pf = gf2_pf_file_find(id);
+
+	if (pf != NULL) {
+		return pf;
 	}
 	if (gf2_pf_book() == NULL) {
 		return NULL;
@@ -183,19 +195,25 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
 /*
  * Drop prefetched data overlapping [off, off + len) (len 0: to the end of
  * the file), and make reads in flight useless: called before a write,
- * truncate or allocation change is sent to Gluster.
+ * truncate or allocation change is sent to Gluster, and for upcalls.
+ *
+ * A read waiting on a dropped chunk still in flight is woken here, at
+ * once: the chunk is orphaned, no completion of it will be reported for
+ * the file, and the file may have no other chunk in flight whose
+ * completion would wake it.  Woken, it is served from what is left or
+ * read from Gluster (gf2_pf_wake).  So no waiter ever waits on an
+ * orphan, and an orphan's completion owes no wake.
  */
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len)
 {
-	/*
-	 * The count of dropped chunks still in flight is not used: a read
-	 * waiting on one of them is not woken here, nor by its completion
-	 * (an orphan's), only by the file's next completion or upcall.
-	 */
-	(void)gf2_pfb_invalidate(pf->bf, off, len);
+	unsigned dropped_in_flight = gf2_pfb_invalidate(pf->bf, off, len);
+
 	gf2_pf_sync_stats();
 	if (len == 0) {
 		gf2_ra_reset(&pf->ra);
+	}
+	if (dropped_in_flight > 0) {
+		gf2_pf_wake(pf);
 	}
 }
 
@@ -207,7 +225,6 @@ void gf2_pf_invalidate_inode(uint64_t ino, bool all)
 		if (all || pf->id.inode == ino) {
 			/* keep the streams: the next read refills */
 			gf2_pf_invalidate(pf, 0, UINT64_MAX);
-			gf2_pf_wake(pf);
 		}
 	}
 }
@@ -516,6 +533,7 @@ static void gf2_pf_chunk_done(struct gf2_io *io)
 	TALLOC_FREE(io);
 	gf2_pf_sync_stats();
 	if (r == GF2_PFB_ORPHAN) {
+		/* its waiters were woken when it was orphaned */
 		return;
 	}
 	gf2_pf_wake(gf2_pfb_file_private(bf));

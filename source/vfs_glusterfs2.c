@@ -163,6 +163,8 @@ static void gf2_disconnect(struct vfs_handle_struct *handle)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 
+	/* before the glfs instance can go and its address be reused */
+	gf2_cache_forget_volume(c->fs);
 	gf2_volume_put(c->vol);
 	c->vol = NULL;
 	c->fs = NULL;

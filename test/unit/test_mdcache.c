@@ -258,6 +258,89 @@ static void test_tree_and_inode_drops(void **state)
 	talloc_free(mc);
 }
 
+/* A volume released: its entries go, those of the others stay. */
+static void test_volume_dropped(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat f = st_of(2, 10, S_IFREG | 0644);
+	struct stat g = st_of(2, 20, S_IFREG | 0644);
+	struct stat got;
+	ssize_t ret = 0;
+	int err = 0;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		char path[16];
+
+		snprintf(path, sizeof(path), "/d/f%d", i);
+		assert_true(gf2_md_put_stat(mc, &NS1, path, &f, 0));
+		assert_true(gf2_md_put_stat(mc, &NS2, path, &g, 0));
+	}
+	assert_true(gf2_md_put_xattr(mc, &NS1, "/x", "user.DOSATTRIB", "a",
+				     1, 0));
+	assert_true(gf2_md_put_xattr(mc, &NS2, "/x", "user.DOSATTRIB", "b",
+				     1, 0));
+	assert_int_equal(gf2_md_count(mc), 42);
+
+	gf2_md_drop_ns(mc, &NS1);
+	assert_int_equal(gf2_md_count(mc), 21);
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/f3", 0, &got));
+	assert_false(gf2_md_get_xattr(mc, &NS1, "/x", "user.DOSATTRIB", 0,
+				      NULL, 0, &ret, &err));
+	assert_true(gf2_md_get_stat(mc, &NS2, "/d/f3", 0, &got));
+	assert_int_equal(got.st_size, 20);
+	assert_true(gf2_md_get_xattr(mc, &NS2, "/x", "user.DOSATTRIB", 0,
+				     NULL, 0, &ret, &err));
+
+	/* a new volume at the released one's address starts empty */
+	assert_false(gf2_md_get_stat(mc, &NS1, "/d/f19", 0, &got));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/d/f19", &g, 0));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/d/f19", 0, &got));
+	gf2_md_drop_ns(mc, &NS2);
+	gf2_md_drop_ns(mc, &NS1);
+	assert_int_equal(gf2_md_count(mc), 0);
+	gf2_md_drop_ns(NULL, &NS1);
+	talloc_free(mc);
+}
+
+/* No stat is kept of a file while a write of it is in flight. */
+static void test_writes_in_flight(void **state)
+{
+	struct gf2_md_cache *mc = gf2_md_new(NULL, 64, AGE);
+	struct stat f = st_of(7, 10, S_IFREG | 0644);
+	struct stat g = st_of(8, 10, S_IFREG | 0644);
+	struct stat got;
+	int i;
+
+	gf2_md_write_begin(mc, 7);
+	gf2_md_write_begin(mc, 7);
+	assert_false(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_false(gf2_md_put_stat(mc, &NS2, "/f", &f, 0));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	gf2_md_write_end(mc, 7);
+	assert_true(gf2_md_writing(mc, 7));
+	assert_false(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	gf2_md_write_end(mc, 7);
+	assert_false(gf2_md_writing(mc, 7));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	assert_true(gf2_md_get_stat(mc, &NS1, "/f", 0, &got));
+
+	/* more inodes than the table: nothing is kept meanwhile */
+	for (i = 0; i < GF2_MD_WRITING + 1; i++) {
+		gf2_md_write_begin(mc, 100 + i);
+	}
+	assert_false(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	for (i = 0; i < GF2_MD_WRITING + 1; i++) {
+		gf2_md_write_end(mc, 100 + i);
+	}
+	assert_false(gf2_md_writing(mc, 100));
+	assert_true(gf2_md_put_stat(mc, &NS1, "/g", &g, 0));
+	/* an end without a begin changes nothing */
+	gf2_md_write_end(mc, 5);
+	assert_true(gf2_md_put_stat(mc, &NS1, "/f", &f, 0));
+	talloc_free(mc);
+}
+
 static void test_many_paths_hash(void **state)
 {
 	struct gf2_md_cache *mc = gf2_md_new(NULL, 2000, AGE);
@@ -298,6 +381,8 @@ int main(void)
 		cmocka_unit_test(test_changes_drop_path_and_parent),
 		cmocka_unit_test(test_stat_puts_counts_kept_stats),
 		cmocka_unit_test(test_tree_and_inode_drops),
+		cmocka_unit_test(test_volume_dropped),
+		cmocka_unit_test(test_writes_in_flight),
 		cmocka_unit_test(test_many_paths_hash),
 	};
 
