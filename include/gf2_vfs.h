@@ -82,6 +82,7 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 		  struct gf2_target *t);
 int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid);
 int gf2_t_chmod(const struct gf2_target *t, mode_t mode);
+int gf2_t_stat(const struct gf2_target *t, struct stat *st);
 int gf2_t_utimens(const struct gf2_target *t, const struct timespec *ts);
 ssize_t gf2_t_getxattr(const struct gf2_target *t, const char *name,
 		       void *value, size_t size);

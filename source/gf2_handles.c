@@ -203,6 +203,18 @@ int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 	return glfs_chmod(t->fs, t->path, mode);
 }
 
+/* Asks Gluster, never a cache. */
+int gf2_t_stat(const struct gf2_target *t, struct stat *st)
+{
+	if (t->fd != NULL) {
+		return glfs_fstat(t->fd, st);
+	}
+	if (t->nofollow) {
+		return glfs_lstat(t->fs, t->path, st);
+	}
+	return glfs_stat(t->fs, t->path, st);
+}
+
 int gf2_t_utimens(const struct gf2_target *t, const struct timespec *ts)
 {
 	if (t->fd != NULL) {
