@@ -40,6 +40,7 @@ struct gf2_handle {
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
+	ino_t ino;		/* what the path named at open (0: unknown) */
 	bool is_dir;
 	bool nofollow;
 };
@@ -74,6 +75,7 @@ struct gf2_target {
 	char *path;		/* NULL when fd serves */
 	bool nofollow;
 	bool is_link;		/* smbd's stat says symlink */
+	ino_t ino;		/* path calls: the object opened (0: any) */
 };
 
 /* need_path: build the path even when there is an fd.  0 or -1/errno. */

@@ -21,17 +21,18 @@ extended attribute (FileFullEaInformation) and the DOS attributes.
 SUB-out/e must be left exactly as it was (times, xattrs), and what was
 set must be on d.orig/e, as on local.
 
-Why glusterfs2 keeps to the opened object although it makes these calls
-by path: gfapi resolves a path through its own inode table, where the
-names it looked up stay linked to the inodes they named (revalidated by
-their gfid), so d/e, looked up when smbd opened the handle, still leads
-to the directory now called d.orig/e after another client renamed d and
-put the symlink there; with and without the `samba` option group
-(md-cache and upcall invalidation), and however long the test waits
-(SETTLE_S).  A swap of the handle's own last component is refused
-besides: smbd opens with O_NOFOLLOW and the module makes the nofollow
-calls (lgetxattr, lsetxattr, lutimens) for such handles.  The test stays
-as the proof, and fails if a change ever reaches SUB-out/e.
+A rename leaves gfapi's inode table pointing d/e at the directory now
+called d.orig/e (names it looked up stay linked to the inodes they named,
+revalidated by their gfid).  When the opened directory's parent is
+deleted instead (test_swap_after_delete_does_not_redirect_changes),
+gfapi's name is gone with it, a fresh lookup of d/e follows the new
+symlink and lands on SUB-out/e: the module once changed that directory
+(its times, its xattrs).  It now makes such changes on the object a fresh
+lookup finds only if that is the object the handle opened (the inode
+number kept at open), and fails them with ENOENT otherwise, where local
+fails them too.  A swap of the handle's own last component is refused
+besides: smbd opens with O_NOFOLLOW, and the module looks names up
+without following for such handles.
 """
 
 import os
@@ -106,7 +107,7 @@ def srv(stack, layout):
         s.stop()
 
 
-def outcome(srv, share, root, tag):
+def outcome(srv, share, root, tag, how='rename'):
     out_dir = os.path.join(root, tag + '-out', 'e')
     d = os.path.join(root, tag, 'd')
     st0 = os.stat(out_dir)
@@ -118,7 +119,10 @@ def outcome(srv, share, root, tag):
                         s3.FILE_WRITE_EA | s3.SYNCHRONIZE)
     assert st == 0, smb2q.status_name(st)
     # another client swaps the directory for a symlink out of the share
-    os.rename(d, d + '.orig')
+    if how == 'rename':
+        os.rename(d, d + '.orig')
+    else:
+        shutil.rmtree(d)
     os.symlink('../%s-out' % tag, d)
     # past the caches of the clients' lookups (md-cache, nl-cache)
     time.sleep(SETTLE_S)
@@ -146,6 +150,10 @@ def outcome(srv, share, root, tag):
     st1 = os.stat(out_dir)
     x1 = xattrs(out_dir)
     orig = os.path.join(d + '.orig', 'e')
+    if how != 'rename':
+        return {'results': results,
+                'outside mtime kept': st1.st_mtime_ns == st0.st_mtime_ns,
+                'outside xattrs kept': x1 == x0}
     return {
         'results': results,
         'outside mtime kept': st1.st_mtime_ns == st0.st_mtime_ns,
@@ -173,3 +181,73 @@ def test_swap_does_not_redirect_changes(srv, layout):
     assert g2['outside xattrs kept'], \
         'xattrs set through the handle landed outside the share: %r' % g2
     assert g2 == local, (g2, local)
+
+
+def test_swap_after_delete_does_not_redirect_changes(srv, layout):
+    """The same with the opened directory's parent deleted (so gfapi's
+    name for it is gone too) before the symlink is put in its place."""
+    tag, roots = layout
+    got = {}
+    for share, root in roots.items():
+        d = os.path.join(root, tag, 'd')
+        if os.path.islink(d):
+            os.unlink(d)
+        os.makedirs(os.path.join(d, 'e'))
+        os.chmod(d, 0o777)
+        os.chmod(os.path.join(d, 'e'), 0o777)
+        got[share] = outcome(srv, share, root, tag, how='delete')
+    assert got['swaplocal']['outside mtime kept'] and \
+        got['swaplocal']['outside xattrs kept'], got
+    assert got['swap']['outside mtime kept'] and \
+        got['swap']['outside xattrs kept'], got
+
+
+def test_file_swapped_after_listing_is_not_opened(srv, layout):
+    """A file that a listing showed (its stat kept by smbd's lookups and
+    the module's metadata cache), deleted by another client and replaced
+    by a symlink to a file outside the share just before the SMB client
+    opens it for writing (overwrite: O_TRUNC): smbd opens with O_NOFOLLOW,
+    so the open must not reach the file outside, and that file must keep
+    its content.
+
+    This passes with and without the module's own nofollow open (checked
+    with glfs_open following the symlink put back): smbd looks the name
+    up again right before the open and stops on the symlink itself.  What
+    the module adds is for the window between that lookup and the open,
+    which no client here can hit on purpose: it opens exactly the object
+    a lookup without following found (glfs_h_lookupat, glfs_h_open),
+    since gfapi's glfs_open follows a symlink whatever O_NOFOLLOW says."""
+    tag, roots = layout
+    got = {}
+    for share, root in roots.items():
+        f = os.path.join(root, tag, 'f')
+        target = os.path.join(root, tag + '-out', 't')
+        with open(f, 'wb') as fh:
+            fh.write(b'inside\n')
+        os.chmod(f, 0o666)
+        with open(target, 'wb') as fh:
+            fh.write(b'outside\n')
+        shutil.chown(target, srv['SMB_USER'])
+        cl = Client(srv, share)
+        cl.conn.quiet()
+        st, dfid = cl.create('', directory=True, disposition=s3.FILE_OPEN)
+        assert st == 0, smb2q.status_name(st)
+        cl.conn.c.queryDirectory(cl.conn.tid, dfid, '*',
+                                 informationClass=37)
+        cl.close(dfid)
+        os.unlink(f)
+        os.symlink('../%s-out/t' % tag, f)
+        # overwrite: O_TRUNC, which damages what it opens before smbd
+        # can compare the opened file with the one it looked up
+        st, fid = cl.create('f', disposition=s3.FILE_OVERWRITE)
+        wrote = None
+        if st == 0:
+            wrote = cl.write(fid, 0, b'SMB wrote this\n')[0]
+            cl.close(fid)
+        cl.drop()
+        with open(target, 'rb') as fh:
+            got[share] = (smb2q.status_name(st), fh.read())
+        os.unlink(f)
+    assert got['swaplocal'][1] == b'outside\n', got
+    assert got['swap'][1] == b'outside\n', \
+        'the open followed the symlink out of the share: %r' % got
