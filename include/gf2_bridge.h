@@ -120,6 +120,30 @@ struct gf2_io {
 	int err;
 };
 
+/*
+ * The identity a Gluster call is made as.  gfapi builds each call's frame
+ * from the submitting thread's effective uid, gid and groups, that is
+ * from whatever security context smbd's main thread holds at that moment;
+ * a call made later on behalf of a request (a short transfer's
+ * continuation, a read a prefetch waiter issues when it wakes) must be
+ * made as the request's user, captured when the request came in.
+ */
+struct gf2_ident {
+	uid_t uid;
+	gid_t gid;
+	uint32_t ngroups;
+	gid_t *groups;		/* talloc child of mem_ctx of the capture */
+};
+
+/* The identity smbd holds now.  false: out of memory. */
+bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id);
+/*
+ * Make Gluster calls as id until gf2_ident_leave; true if smbd's context
+ * had to be switched (then gf2_ident_leave must follow).
+ */
+bool gf2_ident_enter(const struct gf2_ident *id);
+void gf2_ident_leave(void);
+
 struct gf2_io *gf2_io_new(struct tevent_context *ev,
 			  struct gf2_fh *fh,
 			  enum gf2_io_op op,
@@ -133,6 +157,12 @@ struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
 				  struct tevent_context *ev,
 				  struct gf2_fh *fh,
 				  void *data, size_t n, off_t offset);
+/* The same, made as `as` (captured earlier) rather than as smbd is now. */
+struct tevent_req *gf2_pread_send_as(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_fh *fh,
+				     const struct gf2_ident *as,
+				     void *data, size_t n, off_t offset);
 ssize_t gf2_pread_recv(struct tevent_req *req,
 		       struct vfs_aio_state *aio_state);
 

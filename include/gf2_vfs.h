@@ -40,6 +40,7 @@ struct gf2_handle {
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
+	ino_t ino;		/* what the path named at open (0: unknown) */
 	bool is_dir;
 	bool nofollow;
 };
@@ -74,6 +75,7 @@ struct gf2_target {
 	char *path;		/* NULL when fd serves */
 	bool nofollow;
 	bool is_link;		/* smbd's stat says symlink */
+	ino_t ino;		/* path calls: the object opened (0: any) */
 };
 
 /* need_path: build the path even when there is an fd.  0 or -1/errno. */
@@ -82,6 +84,7 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 		  struct gf2_target *t);
 int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid);
 int gf2_t_chmod(const struct gf2_target *t, mode_t mode);
+int gf2_t_stat(const struct gf2_target *t, struct stat *st);
 int gf2_t_utimens(const struct gf2_target *t, const struct timespec *ts);
 ssize_t gf2_t_getxattr(const struct gf2_target *t, const char *name,
 		       void *value, size_t size);

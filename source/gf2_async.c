@@ -10,8 +10,12 @@
  * finishing the tevent request - happens in smbd's main loop.
  *
  * The SMB user's identity travels with every call: gfapi builds the call
- * frame in the submitting thread from its effective uid, gid and groups,
- * which smbd has already switched to the user's.
+ * frame in the submitting thread from its effective uid, gid and groups.
+ * smbd has switched them to the user's when a request comes in, but not
+ * when a completion runs in the main loop (they are then whatever the
+ * last request, of any user or share, left), so each read, write and
+ * fsync request captures the identity when it starts and every call it
+ * makes later is submitted under that identity (gf2_ident_enter).
  *
  * Ownership (who frees what):
  *
@@ -124,6 +128,50 @@ static struct tevent_threaded_context *gf2_get_tctx(
 static void gf2_io_done(struct tevent_context *ev,
 			struct tevent_immediate *im,
 			void *private_data);
+
+bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
+{
+	const struct security_unix_token *ut = get_current_utok(NULL);
+
+	*id = (struct gf2_ident) {
+		.uid = ut->uid,
+		.gid = ut->gid,
+	};
+	if (ut->ngroups <= 0) {
+		return true;
+	}
+	id->groups = talloc_memdup(mem_ctx, ut->groups,
+				   ut->ngroups * sizeof(gid_t));
+	if (id->groups == NULL) {
+		return false;
+	}
+	id->ngroups = ut->ngroups;
+	return true;
+}
+
+bool gf2_ident_enter(const struct gf2_ident *id)
+{
+	const struct security_unix_token *ut = get_current_utok(NULL);
+
+	if (ut->uid == id->uid && ut->gid == id->gid &&
+	    (uint32_t)ut->ngroups == id->ngroups &&
+	    (id->ngroups == 0 ||
+	     memcmp(ut->groups, id->groups,
+		    id->ngroups * sizeof(gid_t)) == 0)) {
+		return false;
+	}
+	DBG_DEBUG("call of uid %u made while smbd holds uid %u\n",
+		  (unsigned)id->uid, (unsigned)ut->uid);
+	push_sec_ctx();
+	/* No NT token: only Gluster calls run until gf2_ident_leave. */
+	set_sec_ctx(id->uid, id->gid, id->ngroups, id->groups, NULL);
+	return true;
+}
+
+void gf2_ident_leave(void)
+{
+	pop_sec_ctx();
+}
 
 /*
  * Called in a Gluster event thread: record, hand over, touch nothing
@@ -260,6 +308,7 @@ struct gf2_rw_state {
 	ssize_t ret;
 	void (*end_fn)(void *arg);	/* see gf2_pwrite_send */
 	void *end_arg;
+	struct gf2_ident as;		/* every call is made as this */
 	struct gf2_stats *st;
 	enum gf2_io_op op;
 	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
@@ -334,12 +383,18 @@ static void gf2_rw_next(struct tevent_req *req)
 	struct gf2_io *io = state->io;
 	size_t len = state->n - state->done;
 	off_t off = state->offset + state->done;
+	bool switched;
 	int err;
 
 	if (io->op == GF2_IO_READ && len > io->buflen) {
 		len = io->buflen;
 	}
+	/* a continuation runs from a completion, under no one's identity */
+	switched = gf2_ident_enter(&state->as);
 	err = gf2_io_submit(io, state->wdata + state->done, len, off);
+	if (switched) {
+		gf2_ident_leave();
+	}
 	if (err != 0) {
 		gf2_rw_finish(req, err);
 	}
@@ -430,6 +485,7 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 				      enum gf2_io_op op,
 				      uint8_t *rdata, const uint8_t *wdata,
 				      size_t n, off_t offset,
+				      const struct gf2_ident *as,
 				      void (*end_fn)(void *arg),
 				      void *end_arg)
 {
@@ -451,6 +507,23 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	state->end_fn = end_fn;
 	state->end_arg = end_arg;
 	talloc_set_destructor(state, gf2_rw_state_destructor);
+	if (as != NULL) {
+		state->as = *as;
+		if (as->ngroups > 0) {
+			state->as.groups = talloc_memdup(
+				state, as->groups,
+				as->ngroups * sizeof(gid_t));
+			ok = state->as.groups != NULL;
+		} else {
+			ok = true;
+		}
+	} else {
+		ok = gf2_ident_capture(state, &state->as);
+	}
+	if (!ok) {
+		tevent_req_oom(req);
+		return tevent_req_post(req, ev);
+	}
 
 	switch (op) {
 	case GF2_IO_READ:
@@ -499,8 +572,12 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	}
 
 	if (op == GF2_IO_FSYNC) {
+		bool switched = gf2_ident_enter(&state->as);
 		int err = gf2_io_submit(state->io, NULL, 0, 0);
 
+		if (switched) {
+			gf2_ident_leave();
+		}
 		if (err != 0) {
 			gf2_rw_finish(req, err);
 		}
@@ -538,7 +615,17 @@ struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
 				  void *data, size_t n, off_t offset)
 {
 	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
-			   offset, NULL, NULL);
+			   offset, NULL, NULL, NULL);
+}
+
+struct tevent_req *gf2_pread_send_as(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_fh *fh,
+				     const struct gf2_ident *as,
+				     void *data, size_t n, off_t offset)
+{
+	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
+			   offset, as, NULL, NULL);
 }
 
 ssize_t gf2_pread_recv(struct tevent_req *req,
@@ -554,7 +641,7 @@ struct tevent_req *gf2_pwrite_send(TALLOC_CTX *mem_ctx,
 				   void (*end_fn)(void *arg), void *end_arg)
 {
 	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_WRITE, NULL, data, n,
-			   offset, end_fn, end_arg);
+			   offset, NULL, end_fn, end_arg);
 }
 
 ssize_t gf2_pwrite_recv(struct tevent_req *req,
@@ -568,7 +655,7 @@ struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
 				  struct gf2_fh *fh)
 {
 	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_FSYNC, NULL, NULL, 0,
-			   0, NULL, NULL);
+			   0, NULL, NULL, NULL);
 }
 
 int gf2_fsync_recv(struct tevent_req *req, struct vfs_aio_state *aio_state)

@@ -315,12 +315,14 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
  * auto, posix locking = yes): on Gluster a synchronous round trip to the
  * brick, on smbd's main loop, per request.  SMB clients' own locks are in
  * smbd's lock database and checked before this; what this finds are
- * locks of other Gluster clients (FUSE, NFS).  With a lock cache of N ms
- * the module asks once for the whole file; when no other owner holds a
- * lock anywhere in it, the answer "not locked" is given for N ms without
- * asking again.  A lock another client takes meanwhile is seen at most N
- * ms late; smbd's check-then-read already lets a lock taken between check
- * and read pass.  0: every check asks Gluster (the stock behaviour).
+ * locks of other Gluster clients (FUSE, NFS).  0 (the default): every
+ * check asks Gluster, as the stock module does, and a lock another client
+ * took is seen by the next request.  With a lock cache of N ms the module
+ * asks once for the whole file; when no other owner holds a lock anywhere
+ * in it, the answer "not locked" is given for N ms without asking again,
+ * so a lock another client takes meanwhile is seen up to N ms late
+ * (smbd's check-then-read lets a lock taken between check and read pass
+ * either way).
  */
 static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
 {

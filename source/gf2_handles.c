@@ -16,6 +16,7 @@
 #include "includes.h"
 #include "smbd/smbd.h"
 #include "smbprofile.h"
+#include <glusterfs/api/glfs-handles.h>
 #include "gf2_vfs.h"
 
 #undef DBGC_CLASS
@@ -172,6 +173,7 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 		.fd = h != NULL ? h->fh->fd : NULL,
 		.nofollow = h != NULL && h->nofollow,
 		.is_link = S_ISLNK(fsp->fsp_name->st.st_ex_mode),
+		.ino = h != NULL ? h->ino : 0,
 	};
 	if (t->fd != NULL && !need_path) {
 		return 0;
@@ -183,35 +185,108 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 	return 0;
 }
 
+/*
+ * A handle without a Gluster fd (a directory, a path-only handle) is
+ * changed through its path.  The path is looked up again, with the
+ * handle's follow rule, and the change is made on the object found
+ * (gfapi's handle calls), but only if it is the object the handle opened:
+ * another Gluster client may have replaced a directory on the path with
+ * a symlink that leads out of the share since, and gfapi follows
+ * symlinks in the middle of a path.  The change then fails with ENOENT,
+ * as it does on a local file system for a handle whose name is gone.
+ */
+static struct glfs_object *gf2_t_object(const struct gf2_target *t,
+					bool follow)
+{
+	struct glfs_object *obj = NULL;
+	struct stat st;
+
+	obj = glfs_h_lookupat(t->fs, NULL, t->path, &st, follow ? 1 : 0);
+	if (obj == NULL) {
+		return NULL;
+	}
+	if (t->ino != 0 && st.st_ino != t->ino) {
+		DBG_NOTICE("%s is no longer the object opened\n", t->path);
+		glfs_h_close(obj);
+		errno = ENOENT;
+		return NULL;
+	}
+	return obj;
+}
+
+static int gf2_t_setattrs(const struct gf2_target *t, bool follow,
+			  struct stat *sb, int valid)
+{
+	struct glfs_object *obj = gf2_t_object(t, follow);
+	int saved_errno;
+	int ret;
+
+	if (obj == NULL) {
+		return -1;
+	}
+	ret = glfs_h_setattrs(t->fs, obj, sb, valid);
+	saved_errno = errno;
+	glfs_h_close(obj);
+	errno = saved_errno;
+	return ret;
+}
+
 int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid)
 {
+	struct stat sb = { .st_uid = uid, .st_gid = gid };
+	int valid = 0;
+
 	if (t->fd != NULL) {
 		return glfs_fchown(t->fd, uid, gid);
 	}
-	if (t->nofollow) {
-		return glfs_lchown(t->fs, t->path, uid, gid);
+	if (uid != (uid_t)-1) {
+		valid |= GFAPI_SET_ATTR_UID;
 	}
-	return glfs_chown(t->fs, t->path, uid, gid);
+	if (gid != (gid_t)-1) {
+		valid |= GFAPI_SET_ATTR_GID;
+	}
+	if (valid == 0) {
+		return 0;
+	}
+	/* nofollow: the symlink itself, as lchown */
+	return gf2_t_setattrs(t, !t->nofollow, &sb, valid);
 }
 
 /* gfapi has no lchmod: a path-only handle's mode is its target's. */
 int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 {
+	struct stat sb = { .st_mode = mode };
+
 	if (t->fd != NULL) {
 		return glfs_fchmod(t->fd, mode);
 	}
-	return glfs_chmod(t->fs, t->path, mode);
+	if (t->is_link) {
+		return glfs_chmod(t->fs, t->path, mode);
+	}
+	return gf2_t_setattrs(t, !t->nofollow, &sb, GFAPI_SET_ATTR_MODE);
+}
+
+/* Asks Gluster, never a cache. */
+int gf2_t_stat(const struct gf2_target *t, struct stat *st)
+{
+	if (t->fd != NULL) {
+		return glfs_fstat(t->fd, st);
+	}
+	if (t->nofollow) {
+		return glfs_lstat(t->fs, t->path, st);
+	}
+	return glfs_stat(t->fs, t->path, st);
 }
 
 int gf2_t_utimens(const struct gf2_target *t, const struct timespec *ts)
 {
+	struct stat sb = { .st_atim = ts[0], .st_mtim = ts[1] };
+
 	if (t->fd != NULL) {
 		return glfs_futimens(t->fd, ts);
 	}
-	if (t->nofollow) {
-		return glfs_lutimens(t->fs, t->path, ts);
-	}
-	return glfs_utimens(t->fs, t->path, ts);
+	return gf2_t_setattrs(t, !t->nofollow, &sb,
+			      GFAPI_SET_ATTR_ATIME | GFAPI_SET_ATTR_MTIME);
 }
 
 ssize_t gf2_t_getxattr(const struct gf2_target *t, const char *name,
@@ -241,25 +316,42 @@ ssize_t gf2_t_listxattr(const struct gf2_target *t, char *list,
 int gf2_t_setxattr(const struct gf2_target *t, const char *name,
 		   const void *value, size_t size, int flags)
 {
+	struct glfs_object *obj = NULL;
+	int saved_errno;
+	int ret;
+
 	if (t->fd != NULL) {
 		return glfs_fsetxattr(t->fd, name, value, size, flags);
 	}
-	if (t->nofollow) {
-		return glfs_lsetxattr(t->fs, t->path, name, value, size,
-				      flags);
+	obj = gf2_t_object(t, !t->nofollow);
+	if (obj == NULL) {
+		return -1;
 	}
-	return glfs_setxattr(t->fs, t->path, name, value, size, flags);
+	ret = glfs_h_setxattrs(t->fs, obj, name, value, size, flags);
+	saved_errno = errno;
+	glfs_h_close(obj);
+	errno = saved_errno;
+	return ret;
 }
 
 int gf2_t_removexattr(const struct gf2_target *t, const char *name)
 {
+	struct glfs_object *obj = NULL;
+	int saved_errno;
+	int ret;
+
 	if (t->fd != NULL) {
 		return glfs_fremovexattr(t->fd, name);
 	}
-	if (t->nofollow) {
-		return glfs_lremovexattr(t->fs, t->path, name);
+	obj = gf2_t_object(t, !t->nofollow);
+	if (obj == NULL) {
+		return -1;
 	}
-	return glfs_removexattr(t->fs, t->path, name);
+	ret = glfs_h_removexattrs(t->fs, obj, name);
+	saved_errno = errno;
+	glfs_h_close(obj);
+	errno = saved_errno;
+	return ret;
 }
 
 void gf2_meta_changed_fsp(struct gf2_conn *c,
@@ -293,6 +385,36 @@ void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
 	path = gf2_fsp_path(talloc_tos(), c, fsp);
 	gf2_meta_changed_stat(c->fs, path, marker);
 	TALLOC_FREE(path);
+}
+
+/*
+ * open(2) with O_NOFOLLOW: gfapi's glfs_open resolves a symlink at the
+ * path and opens its target (it does not interpret O_NOFOLLOW).  Look the
+ * name up without following, refuse a symlink, and open exactly the
+ * object that lookup found: no other client's swap between the check and
+ * the open can redirect it.
+ */
+static glfs_fd_t *gf2_open_nofollow(glfs_t *fs, const char *path, int flags)
+{
+	struct stat st;
+	struct glfs_object *obj = NULL;
+	glfs_fd_t *fd = NULL;
+	int saved_errno;
+
+	obj = glfs_h_lookupat(fs, NULL, path, &st, 0);
+	if (obj == NULL) {
+		return NULL;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		glfs_h_close(obj);
+		errno = ELOOP;
+		return NULL;
+	}
+	fd = glfs_h_open(fs, obj, flags);
+	saved_errno = errno;
+	glfs_h_close(obj);
+	errno = saved_errno;
+	return fd;
 }
 
 /* The fsp goes: close its Gluster handle (maybe deferred), drop pf. */
@@ -352,6 +474,7 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	if (fsp->fsp_flags.is_pathref || (flags & O_CREAT) == 0) {
 		if (VALID_STAT(smb_fname->st) && !fsp->fsp_flags.is_pathref) {
 			st.st_mode = smb_fname->st.st_ex_mode;
+			st.st_ino = smb_fname->st.st_ex_ino;
 			ret = 0;
 		} else {
 			ret = gf2_lookup(c, path, nofollow, &st);
@@ -402,8 +525,10 @@ int gf2_openat(struct vfs_handle_struct *handle,
 			is_dir = true;
 			goto done;
 		}
+	} else if (nofollow) {
+		fh->fd = gf2_open_nofollow(c->fs, path, flags & ~O_NOFOLLOW);
 	} else {
-		fh->fd = glfs_open(c->fs, path, flags & ~O_NOFOLLOW);
+		fh->fd = glfs_open(c->fs, path, flags);
 	}
 	if (fh->fd == NULL) {
 		goto fail;
@@ -419,6 +544,7 @@ done:
 	h->fh = fh;
 	h->is_dir = is_dir;
 	h->nofollow = nofollow;
+	h->ino = exists ? st.st_ino : 0;
 	fsp->fsp_flags.have_proc_fds = false;
 	END_PROFILE(syscall_openat);
 	TALLOC_FREE(path);

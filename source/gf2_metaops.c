@@ -295,12 +295,33 @@ int gf2_lchown(struct vfs_handle_struct *handle,
 	return ret;
 }
 
-static void gf2_omit_to_utime(struct timespec *ts)
+/*
+ * gfapi's utimens calls set both times whatever they hold: UTIME_OMIT is
+ * not honoured and would be stored as a time of 0 s and 999999999 ns
+ * (smbd omits the access time whenever it sets only the write time, on
+ * close and on its delayed write time update).  An omitted time is
+ * therefore the object's current one, asked of Gluster just before.
+ */
+static int gf2_fill_omitted_times(const struct gf2_target *t,
+				  struct timespec times[2])
 {
-	if (is_omit_timespec(ts)) {
-		ts->tv_sec = 0;
-		ts->tv_nsec = UTIME_OMIT;
+	struct stat st;
+	int ret;
+
+	if (!is_omit_timespec(&times[0]) && !is_omit_timespec(&times[1])) {
+		return 0;
 	}
+	ret = gf2_t_stat(t, &st);
+	if (ret != 0) {
+		return ret;
+	}
+	if (is_omit_timespec(&times[0])) {
+		times[0] = st.st_atim;
+	}
+	if (is_omit_timespec(&times[1])) {
+		times[1] = st.st_mtim;
+	}
+	return 0;
 }
 
 int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
@@ -322,17 +343,15 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 
 	times[0] = ft->atime;
 	times[1] = ft->mtime;
-	gf2_omit_to_utime(&times[0]);
-	gf2_omit_to_utime(&times[1]);
-	if (times[0].tv_nsec == UTIME_OMIT &&
-	    times[1].tv_nsec == UTIME_OMIT) {
+	if (is_omit_timespec(&times[0]) && is_omit_timespec(&times[1])) {
 		return 0;
 	}
 
 	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,
 				  gf2_handle_of(handle, fsp));
 	START_PROFILE(syscall_fntimes);
-	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
+	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0 &&
+	    gf2_fill_omitted_times(&t, times) == 0) {
 		ret = gf2_t_utimens(&t, times);
 	}
 	END_PROFILE(syscall_fntimes);

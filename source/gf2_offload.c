@@ -22,6 +22,16 @@
  *
  * The request runs under the identity of the destination's user when it
  * ends (the cleanup function puts it back), as smbd expects.
+ *
+ * The source handle is used across the asynchronous steps, but the
+ * request that copies is not one of the source's own: a client may close
+ * the source meanwhile.  So the request is registered with the source
+ * handle as smbd registers its own reads and writes (aio_add_req_to_fsp):
+ * smbd's close of the source then waits until the piece in flight is
+ * done, and the handle, its Gluster fd and its prefetch state (with any
+ * read waiting on it) stay until then.  smbd copies a copy-chunk request
+ * chunk by chunk, looking the resume key up again for each: a source that
+ * is closing answers the next chunk as a closed one's key would.
  */
 
 #include "includes.h"
@@ -132,6 +142,15 @@ static void gf2_offload_write_cleanup(struct tevent_req *req,
 	if (state->dst_fsp == NULL) {
 		return;
 	}
+	if (req_state == TEVENT_REQ_RECEIVED) {
+		/*
+		 * Freed before it finished (smbd's exit frees the requests
+		 * registered with a handle): nothing continues after it, and
+		 * the destination may be gone already.
+		 */
+		state->dst_fsp = NULL;
+		return;
+	}
 	/* smbd continues as the destination handle's user */
 	ok = change_to_user_and_service_by_fsp(state->dst_fsp);
 	SMB_ASSERT(ok);
@@ -220,6 +239,11 @@ struct tevent_req *gf2_offload_write_send(struct vfs_handle_struct *handle,
 	if (tevent_req_nterror(req, status)) {
 		return tevent_req_post(req, ev);
 	}
+	if (src_fsp->fsp_flags.closing) {
+		/* its key goes with it */
+		tevent_req_nterror(req, NT_STATUS_OBJECT_NAME_NOT_FOUND);
+		return tevent_req_post(req, ev);
+	}
 	status = vfs_offload_token_check_handles(fsctl, src_fsp, dest_fsp);
 	if (tevent_req_nterror(req, status)) {
 		return tevent_req_post(req, ev);
@@ -231,6 +255,11 @@ struct tevent_req *gf2_offload_write_send(struct vfs_handle_struct *handle,
 		return tevent_req_post(req, ev);
 	}
 	state->src_fsp = src_fsp;
+	/* the source's close waits for this request (see the top) */
+	if (!aio_add_req_to_fsp(src_fsp, req)) {
+		tevent_req_nterror(req, NT_STATUS_NO_MEMORY);
+		return tevent_req_post(req, ev);
+	}
 
 	status = vfs_stat_fsp(src_fsp);
 	if (tevent_req_nterror(req, status)) {

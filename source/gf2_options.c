@@ -589,7 +589,7 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	{ "prefetch coherence", GF2_OPT_ENUM, GF2_OPT(pf_coherence),
 	  GF2_COHERENCE_AGE, 0, 1, gf2_coherence_names },
 	{ "posix lock cache", GF2_OPT_INT, GF2_OPT(lock_cache_ms),
-	  250, 0, 60000, NULL },
+	  0, 0, 60000, NULL },
 	{ "client io-threads", GF2_OPT_BOOL, GF2_OPT(client_io_threads),
 	  0, 0, 1, NULL },
 };

@@ -325,6 +325,7 @@ struct gf2_pf_read_state {
 	struct gf2_fh *fh;
 	struct gf2_pf_file *pf;
 	struct gf2_pf_waiter *waiter;
+	struct gf2_ident as;		/* the SMB request's identity */
 	uint8_t *data;
 	uint64_t n;
 	uint64_t off;
@@ -418,8 +419,10 @@ static void gf2_pf_read_direct(struct tevent_req *req)
 		if (state->n == 0) {
 			len = 0;
 		}
-		subreq = gf2_pread_send(state, state->ev, state->fh,
-					state->data + at, len, state->off + at);
+		/* a waiter's read is issued from a completion: made as its user */
+		subreq = gf2_pread_send_as(state, state->ev, state->fh,
+					   &state->as, state->data + at, len,
+					   state->off + at);
 		if (subreq == NULL) {
 			break;
 		}
@@ -569,6 +572,10 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	state->n = n;
 	state->off = offset;
 	talloc_set_destructor(state, gf2_pf_read_state_destructor);
+	if (!gf2_ident_capture(state, &state->as)) {
+		tevent_req_oom(req);
+		return tevent_req_post(req, ev);
+	}
 
 	if (pf == NULL || !cfg->enabled || offset < 0 || n == 0) {
 		gf2_pf_read_direct(req);

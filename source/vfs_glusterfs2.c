@@ -143,11 +143,14 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 				});
 
 	/*
-	 * Gluster is not mounted locally: tell shadow_copy2 where the
-	 * snapshots' mount point is, and keep dosmode queries synchronous
-	 * (getxattrat_send is not implemented here).
+	 * Gluster is not mounted locally: unless the admin said where the
+	 * snapshots' mount point is, tell shadow_copy2 it is the volume's
+	 * root.  Keep dosmode queries synchronous (getxattrat_send is not
+	 * implemented here).
 	 */
-	lp_do_parameter(snum, "shadow:mountpoint", "/");
+	if (lp_parm_const_string(snum, "shadow", "mountpoint", NULL) == NULL) {
+		lp_do_parameter(snum, "shadow:mountpoint", "/");
+	}
 	lp_do_parameter(snum, "smbd async dosmode", "false");
 
 	c->st = gf2_stats_get(service);

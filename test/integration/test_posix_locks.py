@@ -1,8 +1,9 @@
 """POSIX locks of other Gluster clients seen by SMB reads and writes.
 
 A private smbd (port 4486) serves shares with `posix locking = yes` (the
-stack's shares turn it off): [g2lk] glusterfs2 on the stack's volume,
-[g2lk0] the same with `glusterfs2:posix lock cache = 0`, and [locallk]
+stack's shares turn it off): [g2lk] glusterfs2 on the stack's volume
+with `glusterfs2:posix lock cache = 250`, [g2lk0] the same with the
+default (0, every check asks Gluster), and [locallk]
 Samba's default VFS on the stack's local directory.  smbd checks, before every read and write on a handle without a lease
 (strict locking = auto, posix locking = yes), whether another process
 holds a POSIX lock on the range (SMB_VFS_GETLOCK).  A process on the FUSE
@@ -13,7 +14,7 @@ local directory), and ranges outside the lock must work, with the data
 checked.
 
 glusterfs2 answers "not locked" from a per-handle cache for at most
-`glusterfs2:posix lock cache` ms (default 250) after Gluster said that
+`glusterfs2:posix lock cache` ms (250 on g2lk) after Gluster said that
 nobody else holds a lock anywhere in the file: a lock taken after a read
 is seen by the next read that comes later than that.  test_lock_after_read
 checks both sides of the bound on glusterfs2 and that local behaves the
@@ -35,7 +36,7 @@ from test_bad_requests import Client, STATUS, s3
 PORT = 4486
 SHARES = ('g2lk', 'g2lk0', 'locallk')
 SIZE = 64 * 1024
-LOCK_CACHE_S = 0.25      # glusterfs2:posix lock cache default, seconds
+LOCK_CACHE_S = 0.25      # glusterfs2:posix lock cache of g2lk, seconds
 CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
 
 HOLDER = r'''
@@ -83,8 +84,8 @@ def srv(stack):
           ('kernel share modes', 'no'), ('posix locking', 'yes'),
           ('read only', 'no')]
     conf = s.write_conf([], [
-        ('g2lk', g2),
-        ('g2lk0', g2 + [('glusterfs2:posix lock cache', '0')]),
+        ('g2lk', g2 + [('glusterfs2:posix lock cache', '250')]),
+        ('g2lk0', g2),
         ('locallk', [('path', stack['LOCAL_DIR']), ('posix locking', 'yes'),
                      ('read only', 'no')])])
     s.start()

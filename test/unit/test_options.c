@@ -308,7 +308,7 @@ static void test_share_option_defaults(void **state)
 	assert_int_equal(o.pf_max_memory, 64 * 1024 * 1024);
 	assert_int_equal(o.pf_max_age_ms, 250);
 	assert_int_equal(o.pf_coherence, GF2_COHERENCE_AGE);
-	assert_int_equal(o.lock_cache_ms, 250);
+	assert_int_equal(o.lock_cache_ms, 0);
 	assert_false(o.client_io_threads);
 
 	gf2_opt_format_default(opt_named("prefetch coherence"), buf,
@@ -340,8 +340,8 @@ static void test_share_option_set(void **state)
 		sizeof(err)), 0);
 	assert_int_equal(o.pf_coherence, GF2_COHERENCE_STRICT);
 	assert_int_equal(gf2_share_option_set(
-		&o, opt_named("posix lock cache"), "0", err, sizeof(err)), 0);
-	assert_int_equal(o.lock_cache_ms, 0);
+		&o, opt_named("posix lock cache"), "250", err, sizeof(err)), 0);
+	assert_int_equal(o.lock_cache_ms, 250);
 }
 
 static void test_share_option_bad_keeps_default(void **state)

@@ -1,0 +1,218 @@
+"""Gluster calls made later on behalf of a request are made as its user.
+
+gfapi takes a call's identity from the submitting thread's effective uid,
+gid and groups: whatever smbd's main thread holds when the call is made.
+A read that crosses the end of a file returns short from Gluster and is
+continued (a second call, for the rest, which finds EOF) from the first
+call's completion in smbd's main loop; by then another request may have
+switched smbd to another identity.
+
+What a wrong identity changes on the bricks: GlusterFS 10's access-control
+translator checks permission at open and on path operations, and lets
+reads and writes on an open fd of a gfapi client pass whoever the frame
+names (it treats clients with a real pid like FUSE, whose kernel checked
+at open), so a continuation made as another user returns the same data
+here.  This test therefore passes with or without the identity captured
+with the request (checked: it passed on the module that submitted the
+continuation as SMB_USER2, which its debug log showed); it is kept to pin
+the scenario - the continuation really runs after a request of another
+identity - and that the read's answer stays right through it.  The
+module logs each call it makes under a request's identity while smbd
+holds another at debug level ("call of uid U made while smbd holds uid
+V"); the test checks that line, so that a module which stops capturing
+the identity fails it.
+
+A private smbd (first free port from 4621) serves the stack's volume as
+[ida] glusterfs2 without prefetch, and [idb] the same with `force user =
+SMB_USER2`: one session, two tree connects, two identities.  A file of
+200000 bytes, mode 0600, belongs to SMB_USER.  Gluster's debug/delay-gen
+translator delays every brick READ by 1 s.  Through [ida] the test reads
+64 KiB at 196608 (3392 bytes before EOF); while Gluster holds that read,
+a FLUSH on [idb] (any request on a tree connect makes smbd switch to that
+tree's user) leaves smbd as SMB_USER2.  The read must return the file's
+last 3392 bytes, as it does without the FLUSH.
+"""
+
+import os
+import struct
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from gf2_private_smbd import PrivateSmbd
+from test_bad_requests import Client, STATUS, s3
+import smb2q  # noqa: E402  (on the path through test_bad_requests)
+
+SIZE = 200000
+OFF = 196608
+DELAY_US = 1000000
+
+
+def gluster(*args):
+    return subprocess.run(['gluster', '--mode=script', 'volume'] +
+                          list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT,
+                          universal_newlines=True)
+
+
+def restart_volume(vol, fuse):
+    """The bricks take a new translator only when they start again; the
+    FUSE mount and gfapi clients reconnect by themselves."""
+    gluster('stop', vol)
+    p = gluster('start', vol)
+    assert p.returncode == 0, p.stdout
+    # every brick back, and the FUSE client connected to each: names
+    # spread over the bricks by their hashes
+    probes = [os.path.join(fuse, '.ident-probe-%d-%d' % (os.getpid(), i))
+              for i in range(16)]
+    deadline = time.time() + 90
+    while True:
+        try:
+            for probe in probes:
+                with open(probe, 'wb') as f:
+                    f.write(b'x')
+                os.unlink(probe)
+            return
+        except OSError:
+            assert time.time() < deadline, 'volume %s not back' % vol
+            time.sleep(1)
+
+
+@pytest.fixture(scope='module')
+def delayed(stack):
+    vol = stack['GLUSTER_VOLUME']
+    fuse = stack['FUSE_MOUNT']
+    for k, v in (('debug.delay-gen', 'posix'), ('delay-gen.enable', 'READ'),
+                 ('delay-gen.delay-percentage', '100'),
+                 ('delay-gen.delay-duration', str(DELAY_US))):
+        p = gluster('set', vol, k, v)
+        assert p.returncode == 0, p.stdout
+    restart_volume(vol, fuse)
+    try:
+        yield
+    finally:
+        for k in ('delay-gen.delay-duration', 'delay-gen.delay-percentage',
+                  'delay-gen.enable', 'debug.delay-gen'):
+            gluster('reset', vol, k)
+        restart_volume(vol, fuse)
+
+
+@pytest.fixture(scope='module')
+def srv(stack, delayed):
+    s = PrivateSmbd('identasync', stack, first_port=4621)
+    g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
+          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+          ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
+                                                  'localhost')),
+          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
+          ('glusterfs2:prefetch', 'no'),
+          ('kernel share modes', 'no'), ('posix locking', 'no'),
+          ('read only', 'no')]
+    s.write_conf([], [
+        ('ida', g2),
+        ('idb', g2 + [('force user', stack['SMB_USER2'])])])
+    s.start()
+    env = dict(stack)
+    env['SMB_CONF'] = s.conf
+    env['SMB_PORT'] = str(s.port)
+    env['PRIVATE_DIR'] = s.dir
+    try:
+        yield env
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def private_file(srv):
+    name = 'ident-%s.dat' % uuid.uuid4().hex[:10]
+    path = os.path.join(srv['FUSE_MOUNT'], name)
+    data = os.urandom(SIZE)
+    with open(path, 'wb') as f:
+        f.write(data)
+    subprocess.run(['chown', srv['SMB_USER'], path], check=True)
+    os.chmod(path, 0o600)
+    yield name, data
+    os.unlink(path)
+
+
+def read_tail(cl, fid, other_tid):
+    """(status, data) of the read at OFF; with other_tid, a FLUSH on that
+    tree connect is sent while Gluster holds the read."""
+    c = cl.conn
+    c.ensure_credits(4)
+    rmid = c.send(c.read_packet(fid, OFF, 65536), 1)
+    c.pending[rmid] = {'what': 'read'}
+    want = {rmid}
+    if other_tid is not None:
+        time.sleep(DELAY_US / 1e6 / 3)
+        fmid = c.send(smb2q.RawPacket(
+            s3.SMB2_FLUSH, other_tid,
+            struct.pack('<HHI16s', 24, 0, 0, b'\xff' * 16)), 1)
+        c.pending[fmid] = {'what': 'flush'}
+        want.add(fmid)
+    got = {}
+    while want - set(got):
+        for mid, status, frame, start, end in c.recv_responses():
+            c.pending.pop(mid, None)
+            got[mid] = (status, bytes(frame[start:end]))
+    status, rsp = got[rmid]
+    if status != 0:
+        return status, b''
+    doff, _r, dlen = struct.unpack_from('<BBI', rsp, 64 + 2)
+    return status, rsp[doff:doff + dlen]
+
+
+def log_sizes(d):
+    return {n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)
+            if n.startswith('log.')}
+
+
+def log_since(d, sizes):
+    text = ''
+    for n in os.listdir(d):
+        if n.startswith('log.'):
+            with open(os.path.join(d, n), errors='replace') as f:
+                f.seek(sizes.get(n, 0))
+                text += f.read()
+    return text
+
+
+def uid_of(user):
+    return int(subprocess.run(['id', '-u', user], stdout=subprocess.PIPE,
+                              universal_newlines=True,
+                              check=True).stdout)
+
+
+def test_continuation_made_as_the_requests_user(srv, private_file):
+    name, data = private_file
+    sizes = log_sizes(srv['PRIVATE_DIR'])
+    cl = Client(srv, 'ida')
+    # the module's debug lines (DBGC_VFS at level 10) in the serving
+    # child's log
+    p = subprocess.run(['smbcontrol', '-s', srv['SMB_CONF'], str(cl.pid),
+                        'debug', '1 vfs:10'], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    assert p.returncode == 0, p.stdout
+    st, fid = cl.create(name, disposition=s3.FILE_OPEN,
+                        access=s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES |
+                        s3.SYNCHRONIZE)
+    assert st == 0, smb2q.status_name(st)
+    cl.conn.quiet()
+    tid_b = cl.conn.c.connectTree('idb')
+    try:
+        alone = read_tail(cl, fid, None)
+        crossed = read_tail(cl, fid, tid_b)
+    finally:
+        cl.close(fid)
+        cl.drop()
+    assert alone == (0, data[OFF:]), smb2q.status_name(alone[0])
+    assert crossed[0] == 0, \
+        'the read failed with %s after a request of another user came ' \
+        'in while Gluster held it' % smb2q.status_name(crossed[0])
+    assert crossed[1] == data[OFF:]
+    line = 'call of uid %d made while smbd holds uid %d' % (
+        uid_of(srv['SMB_USER']), uid_of(srv['SMB_USER2']))
+    assert line in log_since(srv['PRIVATE_DIR'], sizes), \
+        'the continuation was not made as the reading user'
