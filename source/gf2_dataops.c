@@ -195,7 +195,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 
 	if (cache && h->wc == NULL) {
 		/* NULL (no memory, no registry): written directly */
-		h->wc = gf2_wc_new(h, ev, h->fh, c->st, c->vol->volname,
+		h->wc = gf2_wc_new(fsp, ev, h->fh, c->st, c->vol->volname,
 				   fsp->fsp_name->st.st_ex_ino,
 				   pf != NULL ? gf2_change_end : NULL, pf);
 	}

@@ -103,7 +103,9 @@ static pid_t gf2_wc_tdb_pid;
 
 static struct tdb_context *gf2_wc_db(void)
 {
+	static bool gf2_wc_tdb_logged;
 	char *path = NULL;
+	int err;
 
 	if (gf2_wc_tdb != NULL && gf2_wc_tdb_pid == getpid()) {
 		return gf2_wc_tdb;
@@ -114,10 +116,15 @@ static struct tdb_context *gf2_wc_db(void)
 	if (path == NULL) {
 		return NULL;
 	}
+	/* the lock directory is root's; the descriptor serves every user */
+	become_root();
 	gf2_wc_tdb = tdb_open(path, 0, TDB_DEFAULT, O_RDWR | O_CREAT, 0600);
-	if (gf2_wc_tdb == NULL) {
+	err = errno;
+	unbecome_root();
+	if (gf2_wc_tdb == NULL && !gf2_wc_tdb_logged) {
 		DBG_ERR("cannot open %s: %s; writes are not cached\n", path,
-			strerror(errno));
+			strerror(err));
+		gf2_wc_tdb_logged = true;
 	}
 	gf2_wc_tdb_pid = getpid();
 	TALLOC_FREE(path);
