@@ -40,18 +40,17 @@ static bool gf2_read_caching(const struct files_struct *fsp)
  */
 static bool gf2_write_caching(const struct files_struct *fsp)
 {
-	switch (fsp->oplock_type) {
-	case EXCLUSIVE_OPLOCK:
-	case BATCH_OPLOCK:
-		return fsp->sent_oplock_break == NO_BREAK_SENT;
-	case LEASE_OPLOCK:
+	if (fsp->oplock_type == LEASE_OPLOCK) {
 		return fsp->lease != NULL &&
 		       (fsp->lease->lease.lease_state & SMB2_LEASE_WRITE) &&
 		       !(fsp->lease->lease.lease_flags &
 			 SMB2_LEASE_FLAG_BREAK_IN_PROGRESS);
-	default:
-		return false;
 	}
+	/* a batch oplock is BATCH_OPLOCK|EXCLUSIVE_OPLOCK */
+	if (EXCLUSIVE_OPLOCK_TYPE(fsp->oplock_type)) {
+		return fsp->sent_oplock_break == NO_BREAK_SENT;
+	}
+	return false;
 }
 
 void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
