@@ -52,27 +52,69 @@ def gl(*args, check=True):
                           universal_newlines=True, check=check, timeout=120)
 
 
-@pytest.fixture
-def slow_bricks(stack):
-    """delay-gen on the bricks: every WRITE waits `ms` milliseconds."""
-    vol = stack['GLUSTER_VOLUME']
-    state = {}
+def brick_pids(stack):
+    """{brick path: pid} of the volume's bricks that are online."""
+    import xml.etree.ElementTree as ET
+    out = gl('volume', 'status', stack['GLUSTER_VOLUME'], '--xml').stdout
+    pids = {}
+    for node in ET.fromstring(out).iter('node'):
+        path = node.findtext('path') or ''
+        pid = int(node.findtext('pid') or 0)
+        if path.startswith('/') and pid > 0 and \
+                node.findtext('status') == '1':
+            pids[path] = pid
+    return pids
 
-    def slow(ms):
-        gl('volume', 'set', vol, 'debug.delay-gen', 'posix')
-        gl('volume', 'set', vol, 'delay-gen.enable', 'WRITE')
-        gl('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
-        gl('volume', 'set', vol, 'delay-gen.delay-duration',
-           str(int(ms * 1000)))
-        state['on'] = True
-        time.sleep(2)               # the clients' graphs switch
-    yield slow
-    if state:
-        for opt in ('debug.delay-gen', 'delay-gen.enable',
-                    'delay-gen.delay-percentage',
-                    'delay-gen.delay-duration'):
-            gl('volume', 'reset', vol, opt, check=False)
+
+def restart_bricks(stack):
+    """Kill the volume's bricks and start them again (volume start
+    force), waiting until every one is online and its old process gone."""
+    vol = stack['GLUSTER_VOLUME']
+    nb = len(stack['BRICK_DIRS'].split())
+    old = brick_pids(stack)
+    for pid in old.values():
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    for pid in old.values():
+        deadline = time.monotonic() + 30
+        while os.path.exists('/proc/%d' % pid) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+    deadline = time.monotonic() + 90
+    while True:
+        gl('volume', 'start', vol, 'force', check=False)
+        now = brick_pids(stack)
+        if len(now) == nb and not set(now.values()) & set(old.values()):
+            break
+        assert time.monotonic() < deadline, 'bricks not back: %r' % now
         time.sleep(2)
+    time.sleep(3)                   # the clients reconnect
+
+
+# Every WRITE on the bricks waits this long while the tests run (delay-gen
+# reads its settings when the brick starts, so they are fixed per run).
+BRICK_DELAY_MS = 1500
+
+
+@pytest.fixture(scope='module')
+def slow_bricks(stack):
+    """delay-gen in the bricks' graphs, delaying every WRITE by
+    BRICK_DELAY_MS: a translator added to a brick graph, and delay-gen's
+    settings, take effect when the brick (re)starts."""
+    vol = stack['GLUSTER_VOLUME']
+    gl('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
+    gl('volume', 'set', vol, 'delay-gen.delay-duration',
+       str(BRICK_DELAY_MS * 1000))
+    gl('volume', 'set', vol, 'delay-gen.enable', 'WRITE')
+    gl('volume', 'set', vol, 'debug.delay-gen', 'posix')
+    restart_bricks(stack)
+    yield vol
+    for opt in ('debug.delay-gen', 'delay-gen.enable',
+                'delay-gen.delay-percentage', 'delay-gen.delay-duration'):
+        gl('volume', 'reset', vol, opt, check=False)
+    restart_bricks(stack)
 
 
 def connect(stack, share=SHARE):
@@ -151,7 +193,7 @@ def test_nothing_cached_without_a_lease(stack):
     conn = connect(stack)
     fid = conn.open(name, write=True, create=True)
     pat = smb2q.Pattern('nolease')
-    conn.pipeline(fid, 'write', 4 * MiB, 64 * KiB, 4, pat)
+    conn.pipeline(fid, 'write', 1 * MiB, 64 * KiB, 4, pat)
     conn.close(fid)
     conn.drop()
     assert conn.granted == 'none'
@@ -163,7 +205,6 @@ def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
     """Under an RWH lease or a batch/exclusive oplock writes are
     acknowledged once queued; when CLOSE returns, every byte is on the
     brick."""
-    slow_bricks(20)
     name = 'wc-close-%s.bin' % how
     fresh(stack, name)
     c0 = counters(stack).get('wc_writes', 0)
@@ -176,18 +217,17 @@ def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
     pat = smb2q.Pattern('close-' + how)
     size = 16 * MiB
     conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
-    cached = grown(stack, 'wc_writes', c0, size // (64 * KiB))
-    assert cached == size // (64 * KiB), cached
     conn.close(fid)
     ok, what = brick_prefix_ok(stack, name, pat, size)
     conn.drop()
     assert ok, what
+    cached = grown(stack, 'wc_writes', c0, size // (64 * KiB))
+    assert cached == size // (64 * KiB), cached
 
 
 def test_flush_drains(stack, slow_bricks):
     """FLUSH completes only once every acknowledged byte is on the
     brick."""
-    slow_bricks(20)
     name = 'wc-flush.bin'
     fresh(stack, name)
     conn = connect(stack)
@@ -207,7 +247,6 @@ def test_flush_drains(stack, slow_bricks):
 def test_write_through_drains(stack, slow_bricks):
     """A WRITE_THROUGH write completes only once it and every write
     acknowledged before it are on the brick."""
-    slow_bricks(20)
     name = 'wc-wt.bin'
     fresh(stack, name)
     conn = connect(stack)
@@ -230,14 +269,13 @@ def test_second_opener_sees_every_acknowledged_byte(stack, slow_bricks):
     byte A had been acknowledged before B asked is there for B to read.
     A answers the lease break it gets (in its own thread) and goes on
     writing."""
-    slow_bricks(20)
     name = 'wc-race.bin'
     fresh(stack, name)
     pat = smb2q.Pattern('race')
     a = connect(stack)
     fid = a.open(name, write=True, create=True, lease_key=lease_key())
     assert a.granted == 'lease RWH'
-    total = 64 * MiB
+    total = 32 * MiB
     err = []
 
     def writer():
@@ -259,7 +297,10 @@ def test_second_opener_sees_every_acknowledged_byte(stack, slow_bricks):
     t_open = time.monotonic()
     bfid = b.open(name, write=False, create=False)
     opened_in = time.monotonic() - t_open
-    # B reads what A had been acknowledged before B's CREATE went out.
+    # B reads what A had been acknowledged before B's CREATE went out,
+    # the newest (the bytes most likely still queued) first.
+    b.pipeline(bfid, 'read', 1 * MiB, 64 * KiB, 16, pat,
+               start=acked - 1 * MiB)
     b.pipeline(bfid, 'read', acked, 64 * KiB, 4, pat)
     b.close(bfid)
     b.drop()
@@ -277,21 +318,10 @@ def test_second_opener_sees_every_acknowledged_byte(stack, slow_bricks):
     assert 'W' not in a.breaks[0]['to']
 
 
-def brick_pid(stack, path):
-    out = gl('volume', 'status', stack['GLUSTER_VOLUME'], '--xml').stdout
-    import xml.etree.ElementTree as ET
-    for node in ET.fromstring(out).iter('node'):
-        if node.findtext('path') == path:
-            pid = int(node.findtext('pid') or 0)
-            return pid if pid > 0 else None
-    return None
-
-
 def test_brick_killed_with_writes_queued(stack, slow_bricks):
     """The brick of the file is killed while acknowledged writes are
     queued: the error reaches the client at FLUSH or CLOSE (or at a
     later WRITE), and what a FLUSH had confirmed before is on the brick."""
-    slow_bricks(200)
     name = 'wc-kill.bin'
     fresh(stack, name)
     conn = connect(stack)
@@ -301,11 +331,11 @@ def test_brick_killed_with_writes_queued(stack, slow_bricks):
     conn.pipeline(fid, 'write', first, 64 * KiB, 4, pat)
     assert conn.flush(fid) == 0
     path = os.path.dirname(brick_file(stack, name))
-    pid = brick_pid(stack, path)
+    pid = brick_pids(stack).get(path)
     assert pid, 'no pid for brick %s' % path
     errors = []
     try:
-        # queued behind 50 ms brick writes: most are still queued when
+        # queued behind slow brick writes: some are still queued when
         # the brick goes
         conn.pipeline(fid, 'write', 16 * MiB, 64 * KiB, 8, pat, start=first)
         os.kill(pid, 9)
@@ -324,11 +354,7 @@ def test_brick_killed_with_writes_queued(stack, slow_bricks):
                 errors.append(('close', smb2q.status_str(status)))
     finally:
         conn.abort()
-        gl('volume', 'start', stack['GLUSTER_VOLUME'], 'force', check=False)
-        deadline = time.monotonic() + 60
-        while brick_pid(stack, path) is None and \
-                time.monotonic() < deadline:
-            time.sleep(1)
+        restart_bricks(stack)
     print('errors the client saw: %s' % errors)
     assert errors, 'every request succeeded although the brick was killed'
     assert errors[0][0] in ('write', 'flush', 'close')
