@@ -70,6 +70,7 @@ CORE_SOURCES = [
     'source/gf2_mdcache.c',
     'source/gf2_hold.c',
     'source/gf2_pfbook.c',
+    'source/gf2_wqueue.c',
 ]
 
 MODULE_SOURCES = [
@@ -83,6 +84,7 @@ MODULE_SOURCES = [
     'source/gf2_prefetch.c',
     'source/gf2_meta.c',
     'source/gf2_cache.c',
+    'source/gf2_wcache.c',
     # VFS glue
     'source/gf2_config.c',
     'source/gf2_handles.c',
@@ -101,6 +103,7 @@ UNIT_TESTS = [
     'test_mdcache',
     'test_hold',
     'test_pfbook',
+    'test_wqueue',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

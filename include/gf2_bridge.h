@@ -111,6 +111,8 @@ struct gf2_io {
 	uint8_t *buf;			/* read buffer, owned by the io */
 	size_t buflen;
 	void (*done_fn)(struct gf2_io *io);
+	/* may be NULL: called in Gluster's thread once ret and err are set */
+	void (*thread_fn)(struct gf2_io *io);
 	void *private_data;		/* owner; NULL once orphaned */
 	void (*end_fn)(void *arg);	/* orphaned request's end hook */
 	void *end_arg;

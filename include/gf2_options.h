@@ -108,6 +108,7 @@ struct gf2_share_options {
 	int64_t pf_coherence;		/* enum gf2_coherence */
 	int64_t lock_cache_ms;
 	bool client_io_threads;
+	bool write_cache;		/* early write acknowledgement under a lease */
 };
 
 struct gf2_opt_def {

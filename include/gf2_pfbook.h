@@ -44,6 +44,7 @@ struct gf2_pfb_chunk;
 
 struct gf2_pfb_stats {
 	uint64_t used;		/* bytes held, in flight or ready */
+	uint64_t wc_used;	/* of used: the write cache's (gf2_pfb_take) */
 	uint64_t issued;	/* bytes asked for (gf2_pfb_submitted) */
 	uint64_t completed;	/* bytes that arrived */
 	uint64_t served;	/* bytes served to reads */
@@ -65,6 +66,12 @@ const struct gf2_pfb_stats *gf2_pfb_stats(const struct gf2_pfb *b);
 void gf2_pfb_set_cap(struct gf2_pfb *b, uint64_t cap);
 /* What is left under the cap. */
 uint64_t gf2_pfb_avail(const struct gf2_pfb *b);
+/*
+ * The write cache's bytes, counted in the same budget: take only what
+ * gf2_pfb_avail allows; give back what was taken.
+ */
+void gf2_pfb_take(struct gf2_pfb *b, uint64_t n);
+void gf2_pfb_give(struct gf2_pfb *b, uint64_t n);
 
 struct gf2_pfb_file *gf2_pfb_file_new(struct gf2_pfb *b, void *private_data);
 void *gf2_pfb_file_private(const struct gf2_pfb_file *f);

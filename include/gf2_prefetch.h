@@ -40,6 +40,13 @@ struct gf2_pf_stats {
 extern struct gf2_pf_stats gf2_pf_stats;
 
 void gf2_pf_set_cap(uint64_t cap);
+/*
+ * The one memory budget of the process, shared with the write cache
+ * (gf2_wcache.c): what is left, and bytes taken and given back.
+ */
+uint64_t gf2_pf_mem_avail(void);
+void gf2_pf_mem_take(uint64_t n);
+void gf2_pf_mem_give(uint64_t n);
 /* The file's prefetch state, made if there is none; with a reference. */
 struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id);
 /*

@@ -24,6 +24,10 @@ struct gf2_counters {
 	uint64_t fsyncs;
 	uint64_t gluster_errors;	/* asynchronous calls that failed */
 	uint64_t gluster_calls;		/* asynchronous calls completed */
+	uint64_t wc_writes;		/* writes acknowledged once queued */
+	uint64_t wc_sends;		/* gathered writes sent to Gluster */
+	uint64_t wc_errors;		/* of which failed */
+	uint64_t mem_peak;		/* most bytes of the shared budget held */
 	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
 };
 

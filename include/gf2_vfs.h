@@ -12,6 +12,7 @@
 #include "gf2_prefetch.h"
 #include "gf2_meta.h"
 #include "gf2_cache.h"
+#include "gf2_wcache.h"
 
 #define GF2_MODULE_NAME "glusterfs2"
 
@@ -26,6 +27,7 @@ struct gf2_conn {
 	struct gf2_pf_config *pf;	/* prefetch options of the share */
 	struct gf2_stats *st;		/* counters of the share, or NULL */
 	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
+	bool write_cache;		/* glusterfs2:write cache */
 };
 
 /*
@@ -37,6 +39,7 @@ struct gf2_conn {
 struct gf2_handle {
 	struct gf2_fh *fh;
 	struct gf2_pf_file *pf;	/* prefetch state of the file, lazily */
+	struct gf2_wc *wc;	/* write cache, from the first cached write */
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
@@ -101,6 +104,13 @@ void gf2_meta_changed_fsp(struct gf2_conn *c,
 void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
 			       const struct files_struct *fsp,
 			       struct gf2_handle *h);
+
+/*
+ * Everything this process acknowledged of fsp's file is on the bricks
+ * (gf2_dataops.c): before anything that reads or changes it otherwise.
+ */
+void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
+		     const struct files_struct *fsp);
 
 /* Configuration (gf2_config.c). */
 struct gf2_share_config {

@@ -189,6 +189,9 @@ static void gf2_io_cbk(glfs_fd_t *fd, ssize_t ret,
 	if (ret < 0 && io->err == 0) {
 		io->err = EIO;
 	}
+	if (io->thread_fn != NULL) {
+		io->thread_fn(io);
+	}
 	tevent_threaded_schedule_immediate(io->tctx, io->im, gf2_io_done, io);
 }
 

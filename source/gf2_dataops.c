@@ -34,6 +34,37 @@ static bool gf2_read_caching(const struct files_struct *fsp)
 }
 
 /*
+ * The handle holds a write-caching lease or an exclusive or batch oplock,
+ * and no break of it is under way: no other opener can exist without a
+ * break first, so a write may be acknowledged once queued.
+ */
+static bool gf2_write_caching(const struct files_struct *fsp)
+{
+	if (fsp->oplock_type == LEASE_OPLOCK) {
+		return fsp->lease != NULL &&
+		       (fsp->lease->lease.lease_state & SMB2_LEASE_WRITE) &&
+		       !(fsp->lease->lease.lease_flags &
+			 SMB2_LEASE_FLAG_BREAK_IN_PROGRESS);
+	}
+	/* a batch oplock is BATCH_OPLOCK|EXCLUSIVE_OPLOCK */
+	if (EXCLUSIVE_OPLOCK_TYPE(fsp->oplock_type)) {
+		return fsp->sent_oplock_break == NO_BREAK_SENT;
+	}
+	return false;
+}
+
+void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
+		     const struct files_struct *fsp)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	if (c != NULL && fsp != NULL && fsp->fsp_name != NULL) {
+		gf2_wc_drain_file_sync(c->vol->volname,
+				       fsp->fsp_name->st.st_ex_ino);
+	}
+}
+
+/*
  * The prefetch state of the file behind fsp, shared by all its handles in
  * this process.  With prefetch off for the share, only one that another
  * share made (its changes must drop what that one prefetched; its reads
@@ -88,6 +119,7 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
 	ssize_t ret;
 
+	gf2_wc_sync_fsp(handle, fsp);
 	if (fd == NULL) {
 		return -1;
 	}
@@ -128,6 +160,8 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
+	/* queued bytes first: an append goes after them */
+	gf2_wc_sync_fsp(handle, fsp);
 	offset = gf2_write_offset(fsp, fd, offset);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
 			      offset, n);
@@ -148,6 +182,7 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
 
+	gf2_wc_sync_fsp(handle, fsp);
 	if (pf != NULL && c->pf->strict && !gf2_read_caching(fsp)) {
 		/*
 		 * Strict mode without a read lease or oplock: nothing
@@ -177,14 +212,35 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 				      const void *data, size_t n,
 				      off_t offset)
 {
+	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_pf_file *pf = NULL;
 	struct gf2_cache_write *w = NULL;
+	bool append = gf2_is_append_write(fsp, offset);
+	bool cache = false;
 
-	if (gf2_is_append_write(fsp, offset)) {
+	if (append) {
+		/* queued bytes first: an append goes after them */
+		gf2_wc_sync_fsp(handle, fsp);
 		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
 	}
 	pf = gf2_change_begin(handle, fsp, h, offset, n);
+	cache = !append && c != NULL && c->write_cache && h != NULL &&
+		h->fh != NULL && h->fh->fd != NULL && gf2_write_caching(fsp);
+	if (cache && h->wc == NULL) {
+		/* NULL (no memory, no registry): written directly */
+		h->wc = gf2_wc_new(fsp, ev, h->fh, c->st, c->vol->volname,
+				   fsp->fsp_name->st.st_ex_ino,
+				   pf != NULL ? gf2_change_end : NULL, pf);
+	}
+	if (h != NULL && h->wc != NULL) {
+		/*
+		 * Checked on every write: a break stops early answers.
+		 * Listings see of the file what the bricks have.
+		 */
+		return gf2_wc_write_send(mem_ctx, ev, h->wc, cache, data, n,
+					 offset);
+	}
 	/* until the write ends, listings keep no stat of the file */
 	w = gf2_cache_write_begin(pf, fsp->file_id.inode);
 	if (w == NULL) {
@@ -198,6 +254,9 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
 			   struct vfs_aio_state *aio_state)
 {
+	if (gf2_wc_is_req(req)) {
+		return gf2_wc_write_recv(req, aio_state);
+	}
 	return gf2_pwrite_recv(req, aio_state);
 }
 
@@ -208,12 +267,19 @@ struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 
+	if (h != NULL && h->wc != NULL) {
+		/* what was acknowledged goes first, then the fsync */
+		return gf2_wc_fsync_send(mem_ctx, ev, h->wc);
+	}
 	return gf2_fsync_send(mem_ctx, ev, h != NULL ? h->fh : NULL);
 }
 
 int gf2_fsync_recv_fn(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state)
 {
+	if (gf2_wc_is_req(req)) {
+		return gf2_wc_fsync_recv(req, aio_state);
+	}
 	return gf2_fsync_recv(req, aio_state);
 }
 
@@ -238,6 +304,7 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
+	gf2_wc_sync_fsp(handle, fsp);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	START_PROFILE(syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
@@ -264,6 +331,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
+	gf2_wc_sync_fsp(handle, fsp);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	START_PROFILE(syscall_fallocate);
 	if (punch_hole) {
@@ -286,6 +354,7 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return false;
 	}
+	gf2_wc_sync_fsp(handle, fsp);
 	START_PROFILE(syscall_fcntl_lock);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;

@@ -508,6 +508,15 @@ int gf2_openat(struct vfs_handle_struct *handle,
 		goto done;
 	}
 
+	if (VALID_STAT(smb_fname->st) && !S_ISDIR(smb_fname->st.st_ex_mode)) {
+		/* acknowledged writes of another handle reach the bricks */
+		ret = gf2_wc_open_check(c->vol->volname,
+					smb_fname->st.st_ex_ino);
+		if (ret != 0) {
+			errno = ret;
+			goto fail;
+		}
+	}
 	if (flags & (O_CREAT | O_TRUNC)) {
 		gf2_meta_changed(c->fs, path);
 	}
@@ -567,6 +576,7 @@ fail:
 int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	int wc_err = 0;
 	int ret;
 
 	if (h == NULL || h->fh == NULL) {
@@ -574,7 +584,16 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		return -1;
 	}
 	START_PROFILE(syscall_close);
+	if (h->wc != NULL) {
+		/* what was acknowledged reaches the bricks first */
+		wc_err = gf2_wc_drain_sync(h->wc);
+		TALLOC_FREE(h->wc);
+	}
 	ret = gf2_fh_close(h->fh);
+	if (ret == 0 && wc_err != 0) {
+		errno = wc_err;
+		ret = -1;
+	}
 	h->fh = NULL;
 	VFS_REMOVE_FSP_EXTENSION(handle, fsp);
 	END_PROFILE(syscall_close);

@@ -179,6 +179,7 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 	struct stat st;
 	int ret;
 
+	gf2_wc_sync_fsp(handle, fsp);
 	START_PROFILE(syscall_fstat);
 	if (h != NULL && h->fh->fd != NULL) {
 		ret = glfs_fstat(h->fh->fd, &st);

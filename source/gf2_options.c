@@ -592,6 +592,7 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	  0, 0, 60000, NULL },
 	{ "client io-threads", GF2_OPT_BOOL, GF2_OPT(client_io_threads),
 	  0, 0, 1, NULL },
+	{ "write cache", GF2_OPT_BOOL, GF2_OPT(write_cache), 0, 0, 1, NULL },
 };
 
 const size_t gf2_share_nopts = sizeof(gf2_share_opts) /

@@ -84,6 +84,18 @@ uint64_t gf2_pfb_avail(const struct gf2_pfb *b)
 	return b->cap > b->stats.used ? b->cap - b->stats.used : 0;
 }
 
+void gf2_pfb_take(struct gf2_pfb *b, uint64_t n)
+{
+	b->stats.used += n;
+	b->stats.wc_used += n;
+}
+
+void gf2_pfb_give(struct gf2_pfb *b, uint64_t n)
+{
+	b->stats.used -= n;
+	b->stats.wc_used -= n;
+}
+
 static void pfb_chunk_append(struct gf2_pfb_file *f, struct gf2_pfb_chunk *c)
 {
 	c->f = f;

@@ -123,6 +123,25 @@ void gf2_pf_set_cap(uint64_t cap)
 	}
 }
 
+uint64_t gf2_pf_mem_avail(void)
+{
+	struct gf2_pfb *b = gf2_pf_book();
+
+	return b != NULL ? gf2_pfb_avail(b) : 0;
+}
+
+void gf2_pf_mem_take(uint64_t n)
+{
+	gf2_pfb_take(gf2_pf_book(), n);
+	gf2_pf_sync_stats();
+}
+
+void gf2_pf_mem_give(uint64_t n)
+{
+	gf2_pfb_give(gf2_pf_book(), n);
+	gf2_pf_sync_stats();
+}
+
 static void gf2_pf_wake(struct gf2_pf_file *pf);
 
 struct gf2_pf_file *gf2_pf_file_find(const struct file_id *id)

@@ -87,7 +87,8 @@ static char *gf2_stats_dir(TALLOC_CTX *mem_ctx)
 #define GF2_STATS_FIELDS(X) \
 	X(reads) X(read_bytes) X(read_bytes_prefetch) X(read_bytes_gluster) \
 	X(prefetch_bytes) X(prefetch_unused) X(writes) X(write_bytes) \
-	X(fsyncs) X(gluster_errors) X(gluster_calls)
+	X(fsyncs) X(gluster_errors) X(gluster_calls) X(wc_writes) X(wc_sends) \
+	X(wc_errors) X(mem_peak)
 
 static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)
 {

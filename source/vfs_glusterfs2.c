@@ -128,10 +128,12 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	c->fs = c->vol->fs;
 	gf2_meta_volume_ttl(c->vol);
 	gf2_config_prefetch(&cfg->o, c->pf);
-	if (c->pf->enabled) {
+	if (c->pf->enabled || cfg->o.write_cache) {
+		/* one budget: prefetch and the write cache */
 		gf2_pf_set_cap(c->pf->max_memory);
 	}
 	c->lock_cache_ms = cfg->o.lock_cache_ms;
+	c->write_cache = cfg->o.write_cache;
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
 				{

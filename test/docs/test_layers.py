@@ -16,11 +16,12 @@ import re
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 LAYERS = {
-    'core': ['gf2_options', 'gf2_readahead', 'gf2_pfbook', 'gf2_mdcache',
+    'core': ['gf2_options', 'gf2_readahead', 'gf2_pfbook', 'gf2_wqueue',
+             'gf2_mdcache',
              'gf2_acl_xattr', 'gf2_hold'],
     'bridge': ['gf2_compat', 'gf2_bridge', 'gf2_stats', 'gf2_volume',
                'gf2_transport', 'gf2_async', 'gf2_upcall'],
-    'caches': ['gf2_prefetch', 'gf2_meta', 'gf2_cache'],
+    'caches': ['gf2_prefetch', 'gf2_meta', 'gf2_cache', 'gf2_wcache'],
     'glue': ['gf2_vfs', 'gf2_config', 'gf2_handles',
              'gf2_dir', 'gf2_metaops', 'gf2_dataops', 'gf2_acl',
              'gf2_offload', 'vfs_glusterfs2'],

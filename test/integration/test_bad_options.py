@@ -34,6 +34,7 @@ CASES = [
      'default'),
     ('prefetch', ['', 'maybe', '2', '-1'], 'default'),
     ('client io-threads', ['', 'perhaps'], 'default'),
+    ('write cache', ['', 'perhaps', '2'], 'default'),
     ('prefetch coherence', ['', 'sometimes', 'STRICTER'], 'default'),
     ('volume', ['', 'bad/name', 'x' * 300, 'a b'], 'refuse'),
     ('volfile_server', ['', 'foo+vm', 'vm:99999', 'vm:abc', '[::1'],

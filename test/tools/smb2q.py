@@ -48,6 +48,16 @@ Data path details (why not impacket's read()/write()/recvSMB()):
     server end of the connection (found through /proc when the server runs
     on this machine), i.e. the smbd child that served it.
 
+Leases and oplocks (--lease, --oplock exclusive|batch): the CREATE asks
+for an RWH lease (a v1 lease context, "RqLs", with --lease-key or a
+random key) or the oplock; the level granted is reported as `granted`
+("lease RWH", "oplock batch", "oplock II", "none").  Breaks the server
+sends are answered (a lease break acknowledgement with the state the
+server breaks to, an oplock break acknowledgement with the level), after
+--break-delay seconds if given (smb2q sends nothing meanwhile), and
+listed in `breaks` with the time since the start of the run.  Without
+--lease or --oplock the CREATE asks for neither, as before.
+
 Data pattern: byte o of the stream is byte o of the AES-128-CTR keystream
 with key sha256("smb2q:" + seed)[:16] and counter block o // 16 (a
 128-bit big-endian integer), so any range can be generated on its own and
@@ -278,6 +288,29 @@ class RawPacket:
             f['TreeID'], f['SessionID'], f['Signature']) + self.body
 
 
+CREATE_REQ = struct.Struct('<HBBIQQIIIIIHHII')   # 56 bytes, then the name
+LEASE_CTX = struct.Struct('<IHHHHI4s4x16sIIQ')    # a v1 "RqLs" context
+LEASE_ACK = struct.Struct('<HHI16sIQ')          # 36 bytes
+OPLOCK_ACK = struct.Struct('<HBBI16s')          # 24 bytes
+BREAK_NOTIFY_OPLOCK = 24
+BREAK_NOTIFY_LEASE = 44
+LEASE_R, LEASE_H, LEASE_W = 1, 2, 4
+OPLOCK_LEVELS = {'none': 0x00, 'II': 0x01, 'exclusive': 0x08, 'batch': 0x09,
+                 'lease': 0xff}
+
+
+def lease_str(state):
+    return ''.join(c for c, b in (('R', LEASE_R), ('W', LEASE_W),
+                                  ('H', LEASE_H)) if state & b) or 'none'
+
+
+def oplock_str(level):
+    for k, v in OPLOCK_LEVELS.items():
+        if v == level:
+            return k
+    return '0x%02x' % level
+
+
 READ_REQ = struct.Struct('<HBBIQ16sIIIHHB')     # 49 bytes, 1 buffer byte
 WRITE_REQ = struct.Struct('<HHIQ16sIIHHI')      # 48 bytes, then the data
 
@@ -321,6 +354,10 @@ class Conn:
         self.interims = 0
         self.pending = {}           # message id -> request record
         self.server_pid = local_peer_pid(self.sock)
+        self.breaks = []            # breaks received (and answered)
+        self.break_delay = 0.0
+        self.t0 = time.monotonic()
+        self.acked = 0              # bytes written, acknowledged in order
         # From here on every request goes out through _send_packet, which
         # keeps reading while it sends (see there).
         self.frames = collections.deque()   # received SMB2 messages
@@ -478,7 +515,7 @@ class Conn:
             status, credit, flags, nxt, mid = h[3], h[5], h[6], h[7], h[8]
             self.credits += credit
             if mid == 0xffffffffffffffff:
-                pass                        # unsolicited (oplock break)
+                self._on_break(frame, pos)  # unsolicited: a break
             elif status == STATUS_PENDING and flags & FLAG_ASYNC:
                 self.interims += 1
                 if mid in self.pending:
@@ -489,6 +526,109 @@ class Conn:
             if not nxt:
                 break
             pos += nxt
+
+    def _on_break(self, frame, pos):
+        """A lease or oplock break notification: record and answer it
+        (after break_delay seconds).  The acknowledgement's response is
+        collected like any other (pending 'what': 'break_ack')."""
+        (cmd,) = struct.unpack_from('<H', frame, pos + 12)
+        if cmd != s3.SMB2_OPLOCK_BREAK:
+            return
+        (size,) = struct.unpack_from('<H', frame, pos + 64)
+        t = round(time.monotonic() - self.t0, 3)
+        if size == BREAK_NOTIFY_LEASE:
+            flags, key, cur, new = struct.unpack_from('<I16sII', frame,
+                                                      pos + 64 + 4)
+            rec = {'type': 'lease', 'from': lease_str(cur),
+                   'to': lease_str(new), 't': t, 'acked': False}
+            self.breaks.append(rec)
+            self.lease_state = new
+            if not flags & 0x01:        # SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED
+                return
+            body = LEASE_ACK.pack(36, 0, 0, key, new, 0)
+        elif size == BREAK_NOTIFY_OPLOCK:
+            level, _r, _r2, fid = struct.unpack_from('<BBI16s', frame,
+                                                     pos + 64 + 2)
+            rec = {'type': 'oplock', 'to': oplock_str(level), 't': t,
+                   'acked': False}
+            self.breaks.append(rec)
+            body = OPLOCK_ACK.pack(24, level, 0, 0, fid)
+        else:
+            return
+        if self.break_delay > 0:
+            time.sleep(self.break_delay)
+        if self.credits < 1:
+            raise Failure('no credit left to answer a break')
+        mid = self.send(RawPacket(s3.SMB2_OPLOCK_BREAK, self.tid, body), 1)
+        self.pending[mid] = {'what': 'break_ack', 'rec': rec}
+        rec['acked'] = round(time.monotonic() - self.t0, 3)
+
+    def _break_ack_done(self, rq, status):
+        if status != STATUS_SUCCESS:
+            raise Failure('break acknowledgement failed: %s' %
+                          status_str(status))
+
+    def create(self, path, access, disp, oplock=None, lease_key=None):
+        """CREATE asking for an oplock level (name of OPLOCK_LEVELS) or,
+        with lease_key (16 bytes), an RWH lease.  Returns (file id,
+        granted as text)."""
+        name = path.encode('utf-16le')
+        level = OPLOCK_LEVELS['lease'] if lease_key else \
+            OPLOCK_LEVELS[oplock or 'none']
+        ctx = b''
+        ctx_off = 0
+        if lease_key:
+            ctx = LEASE_CTX.pack(0, 16, 4, 0, 24, 32, b'RqLs', lease_key,
+                                 LEASE_R | LEASE_H | LEASE_W, 0, 0)
+        buf = name or b'\0'
+        if ctx:
+            pad = (-(64 + 56 + len(buf))) % 8
+            buf += b'\0' * pad
+            ctx_off = 64 + 56 + len(buf)
+            buf += ctx
+        body = CREATE_REQ.pack(
+            57, 0, level, 2, 0, 0, access, s3.FILE_ATTRIBUTE_NORMAL,
+            s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+            disp, s3.FILE_NON_DIRECTORY_FILE, 64 + 56, len(name), ctx_off,
+            len(ctx)) + buf
+        if self.credits < 1:
+            self.ensure_credits(1)
+        mid = self.send(RawPacket(s3.SMB2_CREATE, self.tid, body), 1)
+        self.pending[mid] = {'what': 'create'}
+        while mid in self.pending:
+            for rmid, status, frame, pos, end in self.recv_responses():
+                rq = self.pending.pop(rmid, None)
+                if rq is None:
+                    raise Failure('response to unknown message id %d' %
+                                  rmid)
+                if rq.get('what') == 'break_ack':
+                    self._break_ack_done(rq, status)
+                    continue
+                if status != STATUS_SUCCESS:
+                    raise Failure('create %r on share %r failed: %s' % (
+                        path, self.share, status_str(status)))
+                got = frame[pos + 66]
+                fid = bytes(frame[pos + 128:pos + 144])
+                coff, clen = struct.unpack_from('<II', frame, pos + 144)
+                granted = 'oplock ' + oplock_str(got)
+                if got == OPLOCK_LEVELS['lease']:
+                    granted = 'lease none'
+                    p = pos + coff
+                    while clen and p < end:
+                        nxt, noff, nlen, _r, doff, dlen = \
+                            struct.unpack_from('<IHHHHI', frame, p)
+                        if bytes(frame[p + noff:p + noff + nlen]) == b'RqLs':
+                            (st,) = struct.unpack_from('<I', frame,
+                                                       p + doff + 16)
+                            granted = 'lease ' + lease_str(st)
+                            self.lease_state = st
+                        if not nxt:
+                            break
+                        p += nxt
+                elif got == 0:
+                    granted = 'none'
+                return fid, granted
+        raise Failure('internal: create answered without a response')
 
     def ensure_credits(self, need):
         """ECHO until we hold `need` credits."""
@@ -523,13 +663,18 @@ class Conn:
 
     # -- file handles ------------------------------------------------------
 
-    def open(self, path, write, create):
+    def open(self, path, write, create, oplock=None, lease_key=None):
         path = path.replace('/', '\\').lstrip('\\')
         access = s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE
         if write:
             access |= (s3.FILE_WRITE_DATA | s3.FILE_APPEND_DATA |
                        s3.FILE_WRITE_ATTRIBUTES)
         disp = s3.FILE_OVERWRITE_IF if create else s3.FILE_OPEN
+        if oplock or lease_key:
+            fid, self.granted = self.create(path, access, disp, oplock,
+                                            lease_key)
+            return fid
+        self.granted = 'none'
         self.quiet()
         # impacket's create() and close() are plain request/response calls
         # of charge 1 made with nothing of ours in flight; each response
@@ -546,7 +691,51 @@ class Conn:
                 path, self.share, status_str(e.get_error_code())))
         return fid
 
+    def settle(self):
+        """Collect the answers to break acknowledgements still out."""
+        while self.pending:
+            for mid, status, _f, _p, _e in self.recv_responses():
+                rq = self.pending.pop(mid, None)
+                if rq is None or rq.get('what') != 'break_ack':
+                    raise Failure('response to unexpected message id %d'
+                                  % mid)
+                self._break_ack_done(rq, status)
+
+    def simple(self, command, body, what):
+        """One request of charge 1, answered (break acknowledgements are
+        collected meanwhile).  Returns the NTSTATUS."""
+        self.settle()
+        if self.credits < 1:
+            self.ensure_credits(1)
+        mid = self.send(RawPacket(command, self.tid, body), 1)
+        self.pending[mid] = {'what': what}
+        while True:
+            for rmid, status, _f, _p, _e in self.recv_responses():
+                rq = self.pending.pop(rmid, None)
+                if rq is None:
+                    raise Failure('response to unknown message id %d' %
+                                  rmid)
+                if rq.get('what') == 'break_ack':
+                    self._break_ack_done(rq, status)
+                    continue
+                return status
+
+    def flush(self, fid):
+        """SMB2 FLUSH; returns the NTSTATUS."""
+        return self.simple(s3.SMB2_FLUSH, struct.pack('<HHI16s', 24, 0, 0,
+                                                      fid), 'flush')
+
+    def close_status(self, fid):
+        """SMB2 CLOSE; returns the NTSTATUS."""
+        return self.simple(s3.SMB2_CLOSE, struct.pack('<HHI16s', 24, 0, 0,
+                                                      fid), 'close')
+
     def close(self, fid):
+        if self.breaks or getattr(self, 'granted', 'none') != 'none':
+            status = self.close_status(fid)
+            if status != STATUS_SUCCESS:
+                raise Failure('close failed: %s' % status_str(status))
+            return
         self.quiet()
         try:
             self.c.close(self.tid, fid)
@@ -578,11 +767,12 @@ class Conn:
         return RawPacket(s3.SMB2_READ, self.tid, READ_REQ.pack(
             49, 0x50, 0, n, off, fid, 0, 0, 0, 0, 0, 0))
 
-    def write_packet(self, fid, off, data):
+    def write_packet(self, fid, off, data, flags=0):
         return RawPacket(s3.SMB2_WRITE, self.tid, WRITE_REQ.pack(
-            49, 64 + 48, len(data), off, fid, 0, 0, 0, 0, 0) + data)
+            49, 64 + 48, len(data), off, fid, 0, 0, 0, 0, flags) + data)
 
-    def pipeline(self, fid, kind, size, req, depth, pattern):
+    def pipeline(self, fid, kind, size, req, depth, pattern, start=0,
+                 write_flags=0):
         """Move `size` bytes with `depth` requests of `req` bytes in
         flight.  Writes send the pattern; reads check every byte against
         it.  Returns (sha256 hex of the stream in offset order, seconds,
@@ -592,7 +782,12 @@ class Conn:
         h = hashlib.sha256()
         hashed = 0                  # stream hashed up to here
         done = {}                   # completed read data beyond `hashed`
+        acked = set()               # completed writes beyond self.acked
         nxt = 0
+        size += start
+        nxt = start
+        hashed = start
+        self.acked = start
         maxout = 0
         pend = self.pending
         t0 = time.monotonic()
@@ -608,7 +803,7 @@ class Conn:
                 if kind == 'write':
                     data = pattern.get(nxt, n)
                     h.update(data)
-                    pkt = self.write_packet(fid, nxt, data)
+                    pkt = self.write_packet(fid, nxt, data, write_flags)
                 else:
                     pkt = self.read_packet(fid, nxt, n)
                 mid = self.send(pkt, ch)
@@ -621,6 +816,9 @@ class Conn:
                 if rq is None:
                     raise Failure('response to unknown message id %d '
                                   '(status %s)' % (mid, status_str(status)))
+                if rq.get('what') == 'break_ack':
+                    self._break_ack_done(rq, status)
+                    continue
                 off, n = rq['off'], rq['len']
                 if status != STATUS_SUCCESS:
                     raise Failure('%s of %d bytes at offset %d failed: %s' % (
@@ -630,6 +828,10 @@ class Conn:
                     if count != n:
                         raise Failure('WRITE at offset %d: %d of %d bytes '
                                       'written' % (off, count, n))
+                    acked.add(off)
+                    while self.acked in acked:
+                        acked.discard(self.acked)
+                        self.acked = min(self.acked + req, size)
                     continue
                 doff, = struct.unpack_from('<B', frame, pos + 66)
                 dlen, = struct.unpack_from('<I', frame, pos + 68)
@@ -657,7 +859,7 @@ class Conn:
         secs = time.monotonic() - t0
         if kind == 'read':
             assert hashed == size and not done, (hashed, size, len(done))
-        nreq = (size + req - 1) // req
+        nreq = (size - start + req - 1) // req
         if maxout < min(depth, nreq):
             raise Failure('%s: at most %d requests were outstanding, never '
                           'the %d asked for' % (kind, maxout,
@@ -713,6 +915,16 @@ def build_parser():
     p.add_argument('--dialect', choices=('3.0', '2.1'), default='3.0')
     p.add_argument('--timeout', type=float, default=120.0,
                    help='seconds to wait for any response (default 120)')
+    p.add_argument('--lease', action='store_true',
+                   help='ask for an RWH lease (a v1 lease context)')
+    p.add_argument('--lease-key', default=None,
+                   help='the lease key, 32 hex digits (default: random)')
+    p.add_argument('--oplock', choices=('exclusive', 'batch'), default=None,
+                   help='ask for an exclusive or batch oplock')
+    p.add_argument('--break-delay', type=float, default=0.0,
+                   help='seconds to wait before answering a break')
+    p.add_argument('--flush', action='store_true',
+                   help='send FLUSH after the writes, before CLOSE')
     p.add_argument('action', choices=('write', 'read', 'roundtrip',
                                       'abandon'))
     return p
@@ -742,9 +954,23 @@ def run(args):
     if smb3 is None:
         raise Failure('python3-impacket is not installed (run '
                       'scripts/install-deps)')
+    if args.lease and args.oplock:
+        raise Usage('--lease and --oplock exclude each other')
+    lease_key = None
+    if args.lease:
+        try:
+            lease_key = bytes.fromhex(args.lease_key) if args.lease_key \
+                else os.urandom(16)
+        except ValueError:
+            lease_key = b''
+        if len(lease_key) != 16:
+            raise Usage('--lease-key must be 32 hex digits')
+    if args.break_delay < 0:
+        raise Usage('--break-delay must not be negative')
     pattern = Pattern(args.seed)
     conn = Conn(args.host, args.port, args.user, args.password, args.share,
                 args.dialect, args.domain, args.timeout)
+    conn.break_delay = args.break_delay
     out = {'action': args.action, 'share': args.share, 'file': args.file,
            'size': size, 'depth': args.depth, 'req_size': req,
            'seed': args.seed, 'server_pid': conn.server_pid,
@@ -763,9 +989,15 @@ def run(args):
             phases.append('read')
         for kind in phases:
             fid = conn.open(args.file, write=(kind == 'write'),
-                            create=(kind == 'write'))
+                            create=(kind == 'write'), oplock=args.oplock,
+                            lease_key=lease_key)
+            out[kind + '_granted'] = conn.granted
             digest, secs, maxout = conn.pipeline(fid, kind, size, req,
                                                  args.depth, pattern)
+            if args.flush and kind == 'write':
+                status = conn.flush(fid)
+                if status != STATUS_SUCCESS:
+                    raise Failure('FLUSH failed: %s' % status_str(status))
             conn.close(fid)
             out[kind + '_sha256'] = digest
             out[kind + '_seconds'] = round(secs, 3)
@@ -780,6 +1012,8 @@ def run(args):
         out['max_outstanding_observed'] = min(
             out[k + '_max_outstanding'] for k in phases)
         out['interim_responses'] = conn.interims
+        out['granted'] = out[phases[0] + '_granted']
+        out['breaks'] = conn.breaks
         conn.drop()
         return out
     except BaseException:

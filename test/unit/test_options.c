@@ -310,6 +310,7 @@ static void test_share_option_defaults(void **state)
 	assert_int_equal(o.pf_coherence, GF2_COHERENCE_AGE);
 	assert_int_equal(o.lock_cache_ms, 0);
 	assert_false(o.client_io_threads);
+	assert_false(o.write_cache);
 
 	gf2_opt_format_default(opt_named("prefetch coherence"), buf,
 			       sizeof(buf));

@@ -519,6 +519,30 @@ static void test_memory_accounting(void **state)
 	talloc_free(b);
 }
 
+/* The write cache's bytes count in the same budget as prefetch's. */
+static void test_shared_budget(void **state)
+{
+	struct gf2_pfb *b = setup_book(64, 1024);
+	struct gf2_pfb_file *f = gf2_pfb_file_new(b, NULL);
+	unsigned i;
+
+	gf2_pfb_take(b, 40);
+	assert_int_equal(gf2_pfb_avail(b), 24);
+	assert_int_equal(gf2_pfb_stats(b)->wc_used, 40);
+	/* prefetch sizes its window by what is left */
+	assert_int_equal(issue(f, 0, gf2_pfb_avail(b), 0), 2);
+	assert_int_equal(gf2_pfb_avail(b), 0);
+	gf2_pfb_give(b, 40);
+	assert_int_equal(gf2_pfb_avail(b), 40);
+	assert_int_equal(gf2_pfb_stats(b)->wc_used, 0);
+	for (i = G.n; i-- > 0;) {
+		complete(i, OK);
+	}
+	gf2_pfb_file_free(f);
+	assert_empty(b, 0);
+	talloc_free(b);
+}
+
 static void test_file_free_with_reads_in_flight(void **state)
 {
 	struct gf2_pfb *b = setup_book(1024, 1024);
@@ -669,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_generation_and_writes_in_flight),
 		cmocka_unit_test(test_expiry_by_age),
 		cmocka_unit_test(test_memory_accounting),
+		cmocka_unit_test(test_shared_budget),
 		cmocka_unit_test(test_file_free_with_reads_in_flight),
 		cmocka_unit_test(test_waiter_on_invalidated_chunk_must_retry),
 		cmocka_unit_test(test_random_histories),

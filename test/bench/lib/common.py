@@ -19,10 +19,11 @@ NOPF = 'glusterfs2-noprefetch'          # only when asked for
 # a baseline build of the module (test/bench/baseline REV, then
 # test/stack up --baseline-module glusterfs2_base); only when asked for
 BASE = 'glusterfs2-base'
-ALL_SMB_SHARES = SMB_SHARES + [NOPF, BASE]
+WC = 'glusterfs2-wcache'                # write cache on; only when asked for
+ALL_SMB_SHARES = SMB_SHARES + [NOPF, BASE, WC]
 ALL_BACKENDS = ALL_SMB_SHARES + ['gfapi']
-SHARE_ALIASES = {'gf2-nopf': NOPF, 'gf2-base': BASE}
-SHORT = {NOPF: 'gf2-nopf', BASE: 'gf2-base'}  # in progress lines and ratio
+SHARE_ALIASES = {'gf2-nopf': NOPF, 'gf2-base': BASE, 'gf2-wc': WC}
+SHORT = {NOPF: 'gf2-nopf', BASE: 'gf2-base', WC: 'gf2-wc'}  # in progress lines and ratio
 #                                               names
 # --prefetch-compare: the module with and without prefetch against the
 # stock module, side by side
@@ -85,6 +86,16 @@ WORKLOADS = [
      'own path (the FUSE mount for the gluster shares, the local directory '
      'for local), checked byte for byte, and deleted. No gfapi '
      'equivalent.'),
+    ('leasewrite',
+     'Sequential write of one file (created/truncated), one request in '
+     'flight, under an RWH lease: test/tools/smb2q --lease (64 KiB and '
+     '1 MiB requests, write_size bytes), timed from the first WRITE to the '
+     'last response (CLOSE not included; the lease holder\'s queued '
+     'writes reach the bricks by the CLOSE); the no-lease counterpart is '
+     'seqwrite. The file is then checked through the backend\'s own path '
+     '(sha256 against smb2q\'s). Shows the write cache on gf2-wc '
+     '(glusterfs2:write cache = yes); every other share just holds the '
+     'lease. No gfapi equivalent.'),
     ('manywriters',
      'Many writers at once: 16 clients, each its own connection writing '
      '8 KiB blocks sequentially into its own file (wrapping at a region), '

@@ -120,6 +120,7 @@ BACKEND_TITLES = {'local': 'local', 'fuse': 'fuse', 'glusterfs':
                   'glusterfs (stock)', 'glusterfs2': 'glusterfs2',
                   NOPF: 'glusterfs2, prefetch off (gf2-nopf)',
                   BASE: 'glusterfs2-base, baseline build (gf2-base)',
+                  'glusterfs2-wcache': 'glusterfs2, write cache on (gf2-wc)',
                   'gfapi': 'gfapi (raw)'}
 
 

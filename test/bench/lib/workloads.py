@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
-                     PW_SEED, KiB, SF_STEPS, human_size, now, size_tag)
+                     PW_SEED, TOP, KiB, SF_STEPS, human_size, now, size_tag)
 from .cpu import RssSampler
 
 
@@ -60,6 +60,13 @@ class Workloads:
             out.append(('pipewrite-put', 'seq write, pipelined (smbclient '
                         'put)', 'mbps', 'MB/s', True, ALL_SMB_SHARES,
                         self.w_pipewrite))
+        elif workload == 'leasewrite':
+            for bs in (64 * KiB, 1024 * KiB):
+                out.append(('leasewrite-%s' % size_tag(bs),
+                            'seq write %s, 1 in flight, RWH lease' %
+                            human_size(bs), 'mbps', 'MB/s', True,
+                            ALL_SMB_SHARES,
+                            lambda b, bs=bs: self.w_leasewrite(b, bs)))
         elif workload == 'manywriters':
             out.append(('manywriters-%d' % cfg.mw_clients,
                         '%d writers, 8 KiB writes' % cfg.mw_clients,
@@ -146,6 +153,41 @@ class Workloads:
                                 linger=CPU_LINGER)
         finally:
             subprocess.run(['sync'])
+
+    def w_leasewrite(self, backend, bs):
+        """smb2q --lease write of write_size bytes; the file then
+        hashed through the backend's own path and compared."""
+        import hashlib
+        cfg = self.cfg
+        name = 'lw-%s.dat' % backend
+        cmd = [os.path.join(TOP, 'test', 'tools', 'smb2q'), '--host',
+               self.host, '--port', str(self.port), '--user', self.user,
+               '--password', self.password, '--share', backend, '--file',
+               DATADIR + '/' + name, '--size', str(cfg.write_size),
+               '--depth', '1', '--req-size', str(bs), '--seed',
+               str(7000 + bs // KiB), '--lease', 'write']
+        rc, out, err = self.run_cmd(cmd, cfg.write_cap + 600, client=True)
+        try:
+            r = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {'ok': False, 'error': 'smb2q exited %d: %s' % (
+                rc, (err.strip() or out.strip())[-300:])}
+        path = os.path.join(self.backend_root(backend), name)
+        h = hashlib.sha256()
+        try:
+            with open(path, 'rb') as f:
+                for blk in iter(lambda: f.read(4 << 20), b''):
+                    h.update(blk)
+            os.unlink(path)
+        except OSError as e:
+            return {'ok': False, 'error': 'cannot check %s: %s' % (path, e)}
+        ok = rc == 0 and h.hexdigest() == r.get('sha256')
+        res = {'ok': ok, 'mbps': r.get('write_MBps'),
+               'seconds': r.get('write_seconds'), 'bytes': cfg.write_size,
+               'granted': r.get('granted')}
+        if not ok:
+            res['error'] = 'smb2q exited %d, or the file differs' % rc
+        return res
 
     def w_manywriters(self, backend):
         cfg = self.cfg

@@ -128,6 +128,19 @@ write_smb_conf() {
 	read only = no
 	guest ok = no
 
+# glusterfs2 with the write cache: writes acknowledged once queued while
+# the handle holds a write-caching lease or an exclusive/batch oplock.
+[glusterfs2-wcache]
+	vfs objects = $g2
+	path = /
+	glusterfs2:volume = $vol
+	glusterfs2:volfile_server = $host
+	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
+	glusterfs2:loglevel = 4
+	glusterfs2:write cache = yes
+	read only = no
+	guest ok = no
+
 # The same three back ends with Windows ACLs in security.NTACL
 # (acl_xattr) and alternate data streams in user.DosStream.* xattrs
 # (streams_xattr) stacked alike, for the smbtorture suites that need

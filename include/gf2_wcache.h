@@ -1,0 +1,87 @@
+/*
+ * glusterfs2: the write cache (cache layer): writes acknowledged once
+ * queued while the handle holds a write-caching lease or oplock.
+ *
+ * The glue decides whether a write may be cached (the lease state, the
+ * option) and calls the sync points; this file keeps the queue's buffers,
+ * sends them with the bridge's asynchronous writes, waits for them, and
+ * keeps the per-head registry that makes another process's open of the
+ * file wait until every acknowledged byte is on the bricks.
+ */
+
+#ifndef GF2_WCACHE_H
+#define GF2_WCACHE_H
+
+#include "gf2_bridge.h"
+#include "gf2_wqueue.h"
+
+/* Writes are gathered into buffers of this size, at most this many sent. */
+#define GF2_WC_MERGE (1024 * 1024)
+#define GF2_WC_INFLIGHT 4
+
+/*
+ * After another process asked for a file to be drained, none of its
+ * writes is cached for this long (ms), so that a steady writer lets the
+ * opener in; the opener's own retries re-arm it.
+ */
+#define GF2_WC_DRAIN_HOLD_MS 5000
+
+struct gf2_wc;
+
+/*
+ * The write cache of one handle.  key names the file across processes
+ * (volume and inode, see gf2_wc_key); end_fn/end_arg (may be NULL) are
+ * called once per queued write when it is on the bricks.
+ */
+struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
+			  struct gf2_fh *fh, struct gf2_stats *st,
+			  const char *volname, uint64_t ino,
+			  void (*end_fn)(void *arg), void *end_arg);
+
+/*
+ * A write through the cache.  may_cache: the handle holds a write-caching
+ * lease or oplock and no break is in progress.  Without it, or when
+ * another process asked for the file, the write waits until the queue is
+ * empty and is then written directly.  A latched error of an earlier
+ * queued write fails this write.
+ */
+struct tevent_req *gf2_wc_write_send(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_wc *wc, bool may_cache,
+				     const void *data, size_t n,
+				     off_t offset);
+ssize_t gf2_wc_write_recv(struct tevent_req *req,
+			  struct vfs_aio_state *aio_state);
+
+/*
+ * FLUSH: completes once everything queued before it is on the bricks and
+ * Gluster's fsync returned; fails with a latched error of a queued write.
+ */
+struct tevent_req *gf2_wc_fsync_send(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_wc *wc);
+int gf2_wc_fsync_recv(struct tevent_req *req,
+		      struct vfs_aio_state *aio_state);
+
+/* req came from gf2_wc_write_send or gf2_wc_fsync_send */
+bool gf2_wc_is_req(struct tevent_req *req);
+
+/*
+ * Blocks until everything queued is on the bricks.  Returns 0, or the
+ * latched error (reported once, and logged when it was latched).
+ */
+int gf2_wc_drain_sync(struct gf2_wc *wc);
+/* Drain every handle of this process on the file (volume, inode). */
+void gf2_wc_drain_file_sync(const char *volname, uint64_t ino);
+
+/*
+ * Another handle is being opened on the file: drain this process's
+ * queues of it, and ask other processes to drain theirs.  Returns 0, or
+ * EAGAIN while another process still holds acknowledged bytes of it
+ * (smbd then retries the open).
+ */
+int gf2_wc_open_check(const char *volname, uint64_t ino);
+
+bool gf2_wc_idle(const struct gf2_wc *wc);
+
+#endif /* GF2_WCACHE_H */

@@ -1,0 +1,847 @@
+/*
+ * glusterfs2: the write cache (see include/gf2_wcache.h).
+ *
+ * The rules (what is gathered, when a gather goes, the latched error) are
+ * gf2_wqueue.c's; this file holds the buffers and the calls.
+ *
+ *   client WRITE --> gf2_wc_write_send --> waiters (FIFO) --> gf2_wc_kick
+ *        |                                                       |
+ *        '<-- acknowledged once copied into the gather <---------'
+ *   gather --gf2_io_submit--> Gluster --thread_fn: arrived, signal cond
+ *                                   '--done_fn in the main loop: land
+ *
+ * Landing a call (gf2_wc_land) gives its memory back, latches its error
+ * and tells prefetch the change is on the bricks.  It happens in the main
+ * loop, either when the bridge delivers the completion (done_fn) or
+ * earlier, when a synchronous drain (close, truncate, stat, a break...)
+ * blocks smbd's main thread on the condition variable until Gluster's
+ * thread has marked the call arrived; the later done_fn then only frees
+ * the call.  glfs_pwrite_async copies the data before it returns, so a
+ * gather's buffer is freed as soon as it is sent; its capacity stays
+ * counted in the shared budget until it lands.
+ *
+ * Across processes: while a handle has acknowledged bytes not yet on the
+ * bricks, an entry (pid, id) for it sits in a tdb in the lock directory,
+ * keyed by volume and inode.  An open of the file in another process
+ * (gf2_wc_open_check, from openat) finds it, asks for a drain (a time in
+ * the record until which the holder caches none of the file's writes) and
+ * fails with EAGAIN: smbd takes that for a kernel oplock and retries the
+ * open once a second.  smbd runs the whole open again after an oplock or
+ * lease break too, so the open that finally succeeds has found no entry
+ * after the holder's lease lost its write caching.  Entries of processes
+ * that died are dropped by whoever reads them.
+ */
+
+#include "includes.h"
+#include "smbd/smbd.h"
+#include "lib/util/tevent_unix.h"
+#include "lib/util/dlinklist.h"
+#include <pthread.h>
+#include <tdb.h>
+#include "gf2_prefetch.h"
+#include "gf2_wcache.h"
+
+#undef DBGC_CLASS
+#define DBGC_CLASS DBGC_VFS
+
+struct gf2_wc_call {
+	struct gf2_wc *wc;	/* NULL once the cache went (orphan) */
+	unsigned slot;
+	bool arrived;		/* under gf2_wc_mu: Gluster answered */
+	bool landed;
+};
+
+struct gf2_wc_waiter;
+
+struct gf2_wc {
+	struct gf2_wc *prev, *next;	/* gf2_wcs */
+	struct tevent_context *ev;
+	struct gf2_fh *fh;
+	struct gf2_stats *st;
+	char *key;
+	uint32_t id;
+	bool registered;	/* an entry in the tdb */
+	struct gf2_wq q;
+	uint8_t *gbuf;		/* the gather's buffer, q.gather.cap bytes */
+	struct gf2_wc_call *calls[GF2_WQ_MAX_INFLIGHT];
+	unsigned gather_ends;	/* end_fn calls owed for the gather */
+	unsigned slot_ends[GF2_WQ_MAX_INFLIGHT];
+	void (*end_fn)(void *arg);
+	void *end_arg;
+	struct gf2_wc_waiter *waiters;
+	struct tevent_immediate *im;
+};
+
+static struct gf2_wc *gf2_wcs;
+static unsigned gf2_wc_busy;	/* caches of this process not idle */
+static uint32_t gf2_wc_next_id;
+static pthread_mutex_t gf2_wc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gf2_wc_cond = PTHREAD_COND_INITIALIZER;
+
+/* -- the registry -------------------------------------------------- */
+
+struct gf2_wc_rec_hdr {
+	uint64_t drain_until_ms;
+	uint32_t n;
+	uint32_t pad;
+};
+
+struct gf2_wc_rec_ent {
+	uint32_t pid;
+	uint32_t id;
+};
+
+#define GF2_WC_REC_MAX 64
+
+struct gf2_wc_rec {
+	struct gf2_wc_rec_hdr h;
+	struct gf2_wc_rec_ent e[GF2_WC_REC_MAX];
+};
+
+static struct tdb_context *gf2_wc_tdb;
+static pid_t gf2_wc_tdb_pid;
+
+static struct tdb_context *gf2_wc_db(void)
+{
+	static bool gf2_wc_tdb_logged;
+	char *path = NULL;
+	int err;
+
+	if (gf2_wc_tdb != NULL && gf2_wc_tdb_pid == getpid()) {
+		return gf2_wc_tdb;
+	}
+	/* a forked child reopens: tdb locks are per process */
+	gf2_wc_tdb = NULL;
+	path = lock_path(talloc_tos(), "glusterfs2_wcache.tdb");
+	if (path == NULL) {
+		return NULL;
+	}
+	/* the lock directory is root's; the descriptor serves every user */
+	become_root();
+	gf2_wc_tdb = tdb_open(path, 0, TDB_DEFAULT, O_RDWR | O_CREAT, 0600);
+	err = errno;
+	unbecome_root();
+	if (gf2_wc_tdb == NULL && !gf2_wc_tdb_logged) {
+		DBG_ERR("cannot open %s: %s; writes are not cached\n", path,
+			strerror(err));
+		gf2_wc_tdb_logged = true;
+	}
+	gf2_wc_tdb_pid = getpid();
+	TALLOC_FREE(path);
+	return gf2_wc_tdb;
+}
+
+static TDB_DATA gf2_wc_tkey(const char *key)
+{
+	return (TDB_DATA) {
+		.dptr = discard_const_p(uint8_t, key), .dsize = strlen(key),
+	};
+}
+
+static void gf2_wc_rec_read(struct tdb_context *db, TDB_DATA k,
+			    struct gf2_wc_rec *r)
+{
+	TDB_DATA d = tdb_fetch(db, k);
+
+	ZERO_STRUCTP(r);
+	if (d.dptr != NULL && d.dsize >= sizeof(r->h) &&
+	    d.dsize <= sizeof(*r)) {
+		memcpy(r, d.dptr, d.dsize);
+		r->h.n = MIN(r->h.n, (d.dsize - sizeof(r->h)) /
+			     sizeof(r->e[0]));
+	}
+	SAFE_FREE(d.dptr);
+}
+
+static void gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
+			     const struct gf2_wc_rec *r)
+{
+	TDB_DATA d = {
+		.dptr = discard_const_p(uint8_t, r),
+		.dsize = sizeof(r->h) + r->h.n * sizeof(r->e[0]),
+	};
+
+	if (r->h.n == 0 && r->h.drain_until_ms <= gf2_now_ms()) {
+		(void)tdb_delete(db, k);
+		return;
+	}
+	if (tdb_store(db, k, d, TDB_REPLACE) != 0) {
+		DBG_WARNING("tdb_store: %s\n", tdb_errorstr(db));
+	}
+}
+
+static bool gf2_wc_pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Add (on) or remove this cache's entry.  false: could not add it. */
+static bool gf2_wc_reg(struct gf2_wc *wc, bool on)
+{
+	struct tdb_context *db = gf2_wc_db();
+	TDB_DATA k = gf2_wc_tkey(wc->key);
+	struct gf2_wc_rec r;
+	uint32_t me = getpid();
+	uint32_t i, j;
+
+	if (db == NULL || tdb_chainlock(db, k) != 0) {
+		return !on;
+	}
+	gf2_wc_rec_read(db, k, &r);
+	for (i = 0, j = 0; i < r.h.n; i++) {
+		if (r.e[i].pid == me && r.e[i].id == wc->id) {
+			continue;
+		}
+		r.e[j++] = r.e[i];
+	}
+	r.h.n = j;
+	if (on) {
+		if (r.h.n >= GF2_WC_REC_MAX) {
+			tdb_chainunlock(db, k);
+			return false;
+		}
+		r.e[r.h.n++] = (struct gf2_wc_rec_ent) {
+			.pid = me, .id = wc->id,
+		};
+	}
+	gf2_wc_rec_write(db, k, &r);
+	tdb_chainunlock(db, k);
+	wc->registered = on;
+	return true;
+}
+
+/* Another process asked for the file to be drained, recently. */
+static bool gf2_wc_drain_asked(const struct gf2_wc *wc)
+{
+	struct tdb_context *db = gf2_wc_db();
+	struct gf2_wc_rec r;
+
+	if (db == NULL) {
+		return true;
+	}
+	gf2_wc_rec_read(db, gf2_wc_tkey(wc->key), &r);
+	return r.h.drain_until_ms > gf2_now_ms();
+}
+
+/* Keep the entry and the busy count in step with the queue. */
+static void gf2_wc_track(struct gf2_wc *wc)
+{
+	bool busy = !gf2_wq_idle(&wc->q);
+
+	if (busy == wc->registered) {
+		return;
+	}
+	if (busy) {
+		gf2_wc_busy += 1;
+	} else {
+		gf2_wc_busy -= 1;
+	}
+	(void)gf2_wc_reg(wc, busy);
+}
+
+/* -- landing calls --------------------------------------------------- */
+
+/* In Gluster's thread, before the completion goes to the main loop. */
+static void gf2_wc_thread_fn(struct gf2_io *io)
+{
+	struct gf2_wc_call *call = io->private_data;
+
+	pthread_mutex_lock(&gf2_wc_mu);
+	call->arrived = true;
+	pthread_cond_broadcast(&gf2_wc_cond);
+	pthread_mutex_unlock(&gf2_wc_mu);
+}
+
+static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
+{
+	const struct gf2_wq_ext *x = &wc->q.fly[slot];
+	unsigned ends = wc->slot_ends[slot];
+	uint64_t cap;
+
+	if (err != 0) {
+		DBG_ERR("queued write of %" PRIu64 " bytes at offset %" PRIu64
+			" (%u client writes, already acknowledged) failed: "
+			"%s; the next write, flush or close of the handle "
+			"reports it\n", x->len, x->off, x->writes,
+			strerror(err));
+		if (wc->st != NULL) {
+			wc->st->c.wc_errors += 1;
+		}
+	}
+	cap = gf2_wq_done(&wc->q, slot, err);
+	gf2_pf_mem_give(cap);
+	wc->calls[slot] = NULL;
+	wc->slot_ends[slot] = 0;
+	while (ends-- > 0) {
+		if (wc->end_fn != NULL) {
+			wc->end_fn(wc->end_arg);
+		}
+	}
+	if (wc->st != NULL) {
+		gf2_stats_changed(wc->st);
+	}
+	gf2_wc_track(wc);
+}
+
+static void gf2_wc_land(struct gf2_wc *wc, struct gf2_wc_call *call,
+			struct gf2_io *io)
+{
+	uint64_t len = wc->q.fly[call->slot].len;
+	int err = 0;
+
+	if (io->ret < 0) {
+		err = io->err != 0 ? io->err : EIO;
+	} else if ((uint64_t)io->ret != len) {
+		/* gfapi writes all or fails; a short write is not retried */
+		err = ENOSPC;
+	}
+	call->landed = true;
+	gf2_wc_land_slot(wc, call->slot, err);
+}
+
+static void gf2_wc_kick(struct gf2_wc *wc);
+
+static void gf2_wc_io_done(struct gf2_io *io)
+{
+	struct gf2_wc_call *call = io->private_data;
+	struct gf2_wc *wc = call->wc;
+
+	if (wc != NULL && !call->landed) {
+		gf2_wc_land(wc, call, io);
+		gf2_wc_kick(wc);
+	}
+	TALLOC_FREE(io);
+}
+
+static void gf2_wc_send(struct gf2_wc *wc)
+{
+	struct gf2_wc_call *call = NULL;
+	struct gf2_io *io = NULL;
+	uint64_t off = wc->q.gather.off;
+	uint64_t len = wc->q.gather.len;
+	unsigned slot;
+	int err = ENOMEM;
+
+	slot = gf2_wq_send(&wc->q);
+	wc->slot_ends[slot] = wc->gather_ends;
+	wc->gather_ends = 0;
+
+	io = gf2_io_new(wc->ev, wc->fh, GF2_IO_WRITE, gf2_wc_io_done, NULL);
+	if (io != NULL) {
+		call = talloc_zero(io, struct gf2_wc_call);
+	}
+	if (call != NULL) {
+		call->wc = wc;
+		call->slot = slot;
+		io->private_data = call;
+		io->thread_fn = gf2_wc_thread_fn;
+		wc->calls[slot] = call;
+		err = gf2_io_submit(io, wc->gbuf, len, off);
+	}
+	TALLOC_FREE(wc->gbuf);
+	if (err != 0) {
+		wc->calls[slot] = NULL;
+		TALLOC_FREE(io);
+		gf2_wc_land_slot(wc, slot, err);
+		return;
+	}
+	if (wc->st != NULL) {
+		wc->st->c.wc_sends += 1;
+	}
+}
+
+/* Block until the call in slot i arrives, then land it. */
+static void gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
+{
+	struct gf2_wc_call *call = wc->calls[i];
+	struct gf2_io *io = talloc_parent(call);
+
+	pthread_mutex_lock(&gf2_wc_mu);
+	while (!call->arrived) {
+		pthread_cond_wait(&gf2_wc_cond, &gf2_wc_mu);
+	}
+	pthread_mutex_unlock(&gf2_wc_mu);
+	gf2_wc_land(wc, call, io);
+}
+
+/* Everything queued onto the bricks, blocking.  The error stays latched. */
+static void gf2_wc_flush(struct gf2_wc *wc)
+{
+	unsigned i;
+
+	while (!gf2_wq_idle(&wc->q)) {
+		if (gf2_wq_should_send(&wc->q, true)) {
+			gf2_wc_send(wc);
+			continue;
+		}
+		for (i = 0; i < GF2_WQ_MAX_INFLIGHT; i++) {
+			if (wc->calls[i] != NULL) {
+				gf2_wc_wait_slot(wc, i);
+				break;
+			}
+		}
+		if (i == GF2_WQ_MAX_INFLIGHT) {
+			/* cannot happen: in flight without a call */
+			DBG_ERR("write queue out of step\n");
+			break;
+		}
+	}
+}
+
+/* -- requests ------------------------------------------------------- */
+
+enum gf2_wc_wkind {
+	GF2_WC_W_WRITE,
+	GF2_WC_W_DRAIN,
+};
+
+struct gf2_wc_waiter {
+	struct gf2_wc_waiter *prev, *next;
+	struct tevent_req *req;
+	struct gf2_wc *wc;
+	enum gf2_wc_wkind kind;
+	bool may_cache;
+	const uint8_t *data;
+	size_t n;
+	off_t offset;
+	ssize_t ret;
+	struct vfs_aio_state aio_state;
+};
+
+static int gf2_wc_waiter_destructor(struct gf2_wc_waiter *w)
+{
+	if (w->wc != NULL) {
+		DLIST_REMOVE(w->wc->waiters, w);
+		w->wc = NULL;
+	}
+	return 0;
+}
+
+static void gf2_wc_unpark(struct gf2_wc_waiter *w)
+{
+	DLIST_REMOVE(w->wc->waiters, w);
+	w->wc = NULL;
+}
+
+static void gf2_wc_fail(struct gf2_wc_waiter *w, int err)
+{
+	gf2_wc_unpark(w);
+	w->aio_state.error = err;
+	w->ret = -1;
+	tevent_req_error(w->req, err);
+}
+
+static void gf2_wc_direct_done(struct tevent_req *subreq);
+
+/*
+ * Written directly (no lease, a drain asked, or no memory with nothing
+ * queued): the queue is empty, so nothing acknowledged can pass it.
+ */
+static void gf2_wc_direct(struct gf2_wc_waiter *w)
+{
+	struct gf2_wc *wc = w->wc;
+	struct tevent_req *subreq = NULL;
+
+	gf2_wc_unpark(w);
+	subreq = gf2_pwrite_send(w, wc->ev, wc->fh, w->data, w->n,
+				 w->offset, wc->end_fn, wc->end_arg);
+	if (tevent_req_nomem(subreq, w->req)) {
+		return;
+	}
+	tevent_req_set_callback(subreq, gf2_wc_direct_done, w->req);
+}
+
+static void gf2_wc_direct_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_wc_waiter *w = tevent_req_data(req, struct gf2_wc_waiter);
+
+	w->ret = gf2_pwrite_recv(subreq, &w->aio_state);
+	TALLOC_FREE(subreq);
+	if (w->ret < 0) {
+		tevent_req_error(req, w->aio_state.error);
+		return;
+	}
+	tevent_req_done(req);
+}
+
+static void gf2_wc_fsync_done(struct tevent_req *subreq);
+
+/* The queue is empty: Gluster's fsync now. */
+static void gf2_wc_fsync(struct gf2_wc_waiter *w)
+{
+	struct gf2_wc *wc = w->wc;
+	struct tevent_req *subreq = NULL;
+
+	gf2_wc_unpark(w);
+	subreq = gf2_fsync_send(w, wc->ev, wc->fh);
+	if (tevent_req_nomem(subreq, w->req)) {
+		return;
+	}
+	tevent_req_set_callback(subreq, gf2_wc_fsync_done, w->req);
+}
+
+static void gf2_wc_fsync_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_wc_waiter *w = tevent_req_data(req, struct gf2_wc_waiter);
+	int ret = gf2_fsync_recv(subreq, &w->aio_state);
+
+	TALLOC_FREE(subreq);
+	if (ret != 0) {
+		tevent_req_error(req, w->aio_state.error);
+		return;
+	}
+	tevent_req_done(req);
+}
+
+/* Copy a write into the queue.  false: it must wait. */
+static bool gf2_wc_queue(struct gf2_wc_waiter *w)
+{
+	struct gf2_wc *wc = w->wc;
+	uint64_t cap = 0;
+	enum gf2_wq_place p;
+
+	p = gf2_wq_place(&wc->q, w->offset, w->n, gf2_pf_mem_avail(), &cap);
+	switch (p) {
+	case GF2_WQ_WAIT:
+		if (gf2_wq_can_send(&wc->q)) {
+			gf2_wc_send(wc);
+		}
+		return false;
+	case GF2_WQ_THROUGH:
+		gf2_wc_direct(w);
+		return true;
+	case GF2_WQ_NEW:
+		if (wc->q.gather.used) {
+			gf2_wc_send(wc);
+		}
+		wc->gbuf = talloc_size(wc, cap);
+		if (wc->gbuf == NULL) {
+			if (gf2_wq_idle(&wc->q)) {
+				gf2_wc_direct(w);
+				return true;
+			}
+			return false;
+		}
+		gf2_pf_mem_take(cap);
+		if (wc->st != NULL) {
+			wc->st->c.mem_peak = MAX(wc->st->c.mem_peak,
+						 gf2_pf_stats.used);
+		}
+		gf2_wq_start(&wc->q, w->offset, w->n, cap);
+		memcpy(wc->gbuf, w->data, w->n);
+		break;
+	case GF2_WQ_APPEND:
+		memcpy(wc->gbuf + wc->q.gather.len, w->data, w->n);
+		gf2_wq_append(&wc->q, w->n);
+		break;
+	}
+	wc->gather_ends += 1;
+	gf2_wc_track(wc);
+	if (wc->st != NULL) {
+		wc->st->c.wc_writes += 1;
+		wc->st->c.writes += 1;
+		wc->st->c.write_bytes += w->n;
+	}
+	gf2_wc_unpark(w);
+	w->ret = w->n;
+	tevent_req_done(w->req);
+	return true;
+}
+
+/* Serve the waiters in order, as far as the queue allows. */
+static void gf2_wc_kick(struct gf2_wc *wc)
+{
+	struct gf2_wc_waiter *w = NULL;
+	int err;
+
+	while ((w = wc->waiters) != NULL) {
+		if (w->kind == GF2_WC_W_WRITE && w->may_cache) {
+			err = gf2_wq_take_error(&wc->q);
+			if (err != 0) {
+				gf2_wc_fail(w, err);
+				continue;
+			}
+			if (gf2_wc_drain_asked(wc)) {
+				w->may_cache = false;
+				continue;
+			}
+			if (!gf2_wc_queue(w)) {
+				break;
+			}
+			continue;
+		}
+		if (!gf2_wq_idle(&wc->q)) {
+			if (gf2_wq_should_send(&wc->q, true)) {
+				gf2_wc_send(wc);
+			}
+			break;
+		}
+		err = gf2_wq_take_error(&wc->q);
+		if (err != 0) {
+			gf2_wc_fail(w, err);
+			continue;
+		}
+		if (w->kind == GF2_WC_W_DRAIN) {
+			gf2_wc_fsync(w);
+			continue;
+		}
+		gf2_wc_direct(w);
+	}
+	if (gf2_wq_should_send(&wc->q, false)) {
+		gf2_wc_send(wc);
+	}
+}
+
+static void gf2_wc_kick_im(struct tevent_context *ev,
+			   struct tevent_immediate *im, void *private_data)
+{
+	gf2_wc_kick(talloc_get_type_abort(private_data, struct gf2_wc));
+}
+
+static struct tevent_req *gf2_wc_park(TALLOC_CTX *mem_ctx,
+				      struct tevent_context *ev,
+				      struct gf2_wc *wc,
+				      enum gf2_wc_wkind kind)
+{
+	struct tevent_req *req = NULL;
+	struct gf2_wc_waiter *w = NULL;
+
+	req = tevent_req_create(mem_ctx, &w, struct gf2_wc_waiter);
+	if (req == NULL) {
+		return NULL;
+	}
+	/* completions may come from inside a drain: never call back inline */
+	tevent_req_defer_callback(req, ev);
+	w->req = req;
+	w->wc = wc;
+	w->kind = kind;
+	talloc_set_destructor(w, gf2_wc_waiter_destructor);
+	DLIST_ADD_END(wc->waiters, w);
+	return req;
+}
+
+struct tevent_req *gf2_wc_write_send(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_wc *wc, bool may_cache,
+				     const void *data, size_t n,
+				     off_t offset)
+{
+	struct tevent_req *req = NULL;
+	struct gf2_wc_waiter *w = NULL;
+
+	req = gf2_wc_park(mem_ctx, ev, wc, GF2_WC_W_WRITE);
+	if (req == NULL) {
+		return NULL;
+	}
+	w = tevent_req_data(req, struct gf2_wc_waiter);
+	w->may_cache = may_cache && n > 0;
+	w->data = data;
+	w->n = n;
+	w->offset = offset;
+	gf2_wc_kick(wc);
+	return req;
+}
+
+ssize_t gf2_wc_write_recv(struct tevent_req *req,
+			  struct vfs_aio_state *aio_state)
+{
+	struct gf2_wc_waiter *w = tevent_req_data(req, struct gf2_wc_waiter);
+	ssize_t ret = -1;
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		aio_state->error = err;
+	} else {
+		*aio_state = w->aio_state;
+		ret = w->ret;
+	}
+	tevent_req_received(req);
+	return ret;
+}
+
+struct tevent_req *gf2_wc_fsync_send(TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct gf2_wc *wc)
+{
+	struct tevent_req *req = gf2_wc_park(mem_ctx, ev, wc,
+					     GF2_WC_W_DRAIN);
+
+	if (req != NULL) {
+		gf2_wc_kick(wc);
+	}
+	return req;
+}
+
+int gf2_wc_fsync_recv(struct tevent_req *req,
+		      struct vfs_aio_state *aio_state)
+{
+	struct gf2_wc_waiter *w = tevent_req_data(req, struct gf2_wc_waiter);
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		aio_state->error = err;
+		tevent_req_received(req);
+		return -1;
+	}
+	*aio_state = w->aio_state;
+	tevent_req_received(req);
+	return 0;
+}
+
+bool gf2_wc_is_req(struct tevent_req *req)
+{
+	return talloc_check_name(_tevent_req_data(req),
+				 "struct gf2_wc_waiter") != NULL;
+}
+
+int gf2_wc_drain_sync(struct gf2_wc *wc)
+{
+	gf2_wc_flush(wc);
+	if (wc->waiters != NULL) {
+		tevent_schedule_immediate(wc->im, wc->ev, gf2_wc_kick_im, wc);
+	}
+	return gf2_wq_take_error(&wc->q);
+}
+
+static char *gf2_wc_key(TALLOC_CTX *mem_ctx, const char *volname,
+			uint64_t ino)
+{
+	return talloc_asprintf(mem_ctx, "%s/%" PRIu64, volname, ino);
+}
+
+void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
+{
+	struct gf2_wc *wc = NULL;
+	char *key = NULL;
+
+	if (gf2_wc_busy == 0) {
+		return;
+	}
+	key = gf2_wc_key(talloc_tos(), volname, ino);
+	if (key == NULL) {
+		return;
+	}
+	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, key) == 0) {
+			gf2_wc_flush(wc);
+			if (wc->waiters != NULL) {
+				tevent_schedule_immediate(wc->im, wc->ev,
+							  gf2_wc_kick_im, wc);
+			}
+		}
+	}
+	TALLOC_FREE(key);
+}
+
+int gf2_wc_open_check(const char *volname, uint64_t ino)
+{
+	struct tdb_context *db = NULL;
+	struct gf2_wc_rec r;
+	uint32_t me = getpid();
+	uint32_t i, j;
+	char *key = NULL;
+	TDB_DATA k;
+	int ret = 0;
+
+	gf2_wc_drain_file_sync(volname, ino);
+	db = gf2_wc_db();
+	if (db == NULL) {
+		return 0;
+	}
+	key = gf2_wc_key(talloc_tos(), volname, ino);
+	if (key == NULL) {
+		return 0;
+	}
+	k = gf2_wc_tkey(key);
+	if (tdb_chainlock(db, k) != 0) {
+		TALLOC_FREE(key);
+		return 0;
+	}
+	gf2_wc_rec_read(db, k, &r);
+	if (r.h.n == 0) {
+		tdb_chainunlock(db, k);
+		TALLOC_FREE(key);
+		return 0;
+	}
+	for (i = 0, j = 0; i < r.h.n; i++) {
+		if (r.e[i].pid == me || !gf2_wc_pid_alive(r.e[i].pid)) {
+			continue;
+		}
+		r.e[j++] = r.e[i];
+	}
+	r.h.n = j;
+	if (j > 0) {
+		r.h.drain_until_ms = gf2_now_ms() + GF2_WC_DRAIN_HOLD_MS;
+		ret = EAGAIN;
+		DBG_INFO("%s: another process holds acknowledged writes; "
+			 "the open waits for them\n", key);
+	}
+	gf2_wc_rec_write(db, k, &r);
+	tdb_chainunlock(db, k);
+	TALLOC_FREE(key);
+	return ret;
+}
+
+bool gf2_wc_idle(const struct gf2_wc *wc)
+{
+	return gf2_wq_idle(&wc->q);
+}
+
+/* -- lifetime ------------------------------------------------------- */
+
+static int gf2_wc_destructor(struct gf2_wc *wc)
+{
+	struct gf2_wc_waiter *w = NULL;
+	unsigned i;
+
+	while ((w = wc->waiters) != NULL) {
+		gf2_wc_fail(w, EBADF);
+	}
+	for (i = 0; i < GF2_WQ_MAX_INFLIGHT; i++) {
+		if (wc->calls[i] != NULL) {
+			/* its completion frees it */
+			wc->calls[i]->wc = NULL;
+		}
+	}
+	if (wc->q.reserved > 0) {
+		gf2_pf_mem_give(wc->q.reserved);
+	}
+	if (wc->registered) {
+		gf2_wc_busy -= 1;
+		(void)gf2_wc_reg(wc, false);
+	}
+	DLIST_REMOVE(gf2_wcs, wc);
+	return 0;
+}
+
+struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
+			  struct gf2_fh *fh, struct gf2_stats *st,
+			  const char *volname, uint64_t ino,
+			  void (*end_fn)(void *arg), void *end_arg)
+{
+	struct gf2_wc *wc = talloc_zero(mem_ctx, struct gf2_wc);
+
+	if (wc == NULL) {
+		return NULL;
+	}
+	wc->key = gf2_wc_key(wc, volname, ino);
+	wc->im = tevent_create_immediate(wc);
+	if (wc->key == NULL || wc->im == NULL || gf2_wc_db() == NULL) {
+		TALLOC_FREE(wc);
+		return NULL;
+	}
+	wc->ev = ev;
+	wc->fh = fh;
+	wc->st = st;
+	wc->id = ++gf2_wc_next_id;
+	wc->end_fn = end_fn;
+	wc->end_arg = end_arg;
+	gf2_wq_init(&wc->q, GF2_WC_MERGE, GF2_WC_INFLIGHT);
+	DLIST_ADD(gf2_wcs, wc);
+	talloc_set_destructor(wc, gf2_wc_destructor);
+	return wc;
+}

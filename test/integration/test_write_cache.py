@@ -1,0 +1,363 @@
+"""The write cache (glusterfs2:write cache = yes, the stack's
+[glusterfs2-wcache] share), end to end.
+
+Writes may be acknowledged once queued only while the handle holds a
+write-caching lease or an exclusive/batch oplock; everything acknowledged
+must be on the bricks before a FLUSH, a close or a WRITE_THROUGH write
+completes, and before another client's open of the file completes (the
+lease break).  "On the bricks" is checked where it is decided: the
+file's data file in the brick directory itself, read right after the
+response, with the bricks slowed down (delay-gen on every WRITE) so that
+acknowledged writes really are still queued when it is read.
+
+The clients are test/tools/smb2q's Conn objects (impacket sessions with
+the data path driven by smb2q), each on its own TCP connection and so
+served by its own smbd process: the second opener of
+test_second_opener_sees_every_acknowledged_byte opens the file in another
+process than the one holding the queued writes.
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(TOP, 'test', 'tools'))
+
+try:
+    import smb2q
+except ImportError:                                     # pragma: no cover
+    smb2q = None
+
+SHARE = 'glusterfs2-wcache'
+KiB = 1024
+MiB = 1024 * KiB
+WRITE_THROUGH = 0x00000001          # SMB2_WRITEFLAG_WRITE_THROUGH
+
+
+@pytest.fixture(scope='module', autouse=True)
+def need_impacket():
+    if smb2q is None or smb2q.smb3 is None:
+        pytest.skip('python3-impacket is not installed')
+
+
+def gl(*args, check=True):
+    return subprocess.run(['gluster', '--mode=script'] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=check, timeout=120)
+
+
+def brick_pids(stack):
+    """{brick path: pid} of the volume's bricks that are online."""
+    import xml.etree.ElementTree as ET
+    out = gl('volume', 'status', stack['GLUSTER_VOLUME'], '--xml').stdout
+    pids = {}
+    for node in ET.fromstring(out).iter('node'):
+        path = node.findtext('path') or ''
+        pid = int(node.findtext('pid') or 0)
+        if path.startswith('/') and pid > 0 and \
+                node.findtext('status') == '1':
+            pids[path] = pid
+    return pids
+
+
+def restart_bricks(stack):
+    """Kill the volume's bricks and start them again (volume start
+    force), waiting until every one is online and its old process gone."""
+    vol = stack['GLUSTER_VOLUME']
+    nb = len(stack['BRICK_DIRS'].split())
+    old = brick_pids(stack)
+    for pid in old.values():
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    for pid in old.values():
+        deadline = time.monotonic() + 30
+        while os.path.exists('/proc/%d' % pid) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+    deadline = time.monotonic() + 90
+    while True:
+        gl('volume', 'start', vol, 'force', check=False)
+        now = brick_pids(stack)
+        if len(now) == nb and not set(now.values()) & set(old.values()):
+            break
+        assert time.monotonic() < deadline, 'bricks not back: %r' % now
+        time.sleep(2)
+    time.sleep(3)                   # the clients reconnect
+
+
+# Every WRITE on the bricks waits this long while the tests run (delay-gen
+# reads its settings when the brick starts, so they are fixed per run).
+BRICK_DELAY_MS = 1500
+
+
+@pytest.fixture(scope='module')
+def slow_bricks(stack):
+    """delay-gen in the bricks' graphs, delaying every WRITE by
+    BRICK_DELAY_MS: a translator added to a brick graph, and delay-gen's
+    settings, take effect when the brick (re)starts."""
+    vol = stack['GLUSTER_VOLUME']
+    gl('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
+    gl('volume', 'set', vol, 'delay-gen.delay-duration',
+       str(BRICK_DELAY_MS * 1000))
+    gl('volume', 'set', vol, 'delay-gen.enable', 'WRITE')
+    gl('volume', 'set', vol, 'debug.delay-gen', 'posix')
+    restart_bricks(stack)
+    yield vol
+    for opt in ('debug.delay-gen', 'delay-gen.enable',
+                'delay-gen.delay-percentage', 'delay-gen.delay-duration'):
+        gl('volume', 'reset', vol, opt, check=False)
+    restart_bricks(stack)
+
+
+def connect(stack, share=SHARE):
+    return smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                      stack['SMB_USER'], stack['SMB_PASS'], share,
+                      timeout=120)
+
+
+def counters(stack, share=SHARE):
+    import json
+    p = subprocess.run([os.path.join(TOP, 'tools', 'glusterfs2-stats'),
+                        '-s', stack['SMB_CONF'], '--share', share, '--json'],
+                       stdout=subprocess.PIPE, universal_newlines=True,
+                       check=True)
+    return json.loads(p.stdout)['shares'].get(share, {})
+
+
+def grown(stack, key, before, want, timeout=10):
+    """How much counter `key` grew since `before`, once it grew by
+    `want` or `timeout` s passed (smbd writes its counters on a timer)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        d = counters(stack).get(key, 0) - before
+        if d >= want or time.monotonic() > deadline:
+            return d
+        time.sleep(0.25)
+
+
+def brick_file(stack, name):
+    """The data file of `name` in the brick that holds it (not a DHT
+    link file)."""
+    for b in stack['BRICK_DIRS'].split():
+        p = os.path.join(b, name)
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        if st.st_size == 0 and st.st_mode & 0o1000:
+            continue                # DHT link file
+        return p
+    return None
+
+
+def brick_prefix_ok(stack, name, pattern, n):
+    """The first n bytes of the file, read from its brick, are the
+    pattern's.  Returns (ok, what the brick holds)."""
+    p = brick_file(stack, name)
+    if p is None:
+        return False, 'no data file in any brick'
+    with open(p, 'rb') as f:
+        got = f.read(n)
+    if len(got) < n:
+        return False, 'brick holds %d of %d bytes' % (len(got), n)
+    exp = pattern.get(0, n)
+    if got != exp:
+        return False, 'brick differs at byte %d' % smb2q.first_mismatch(
+            exp, got)
+    return True, 'ok'
+
+
+def fresh(stack, name):
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+def lease_key():
+    return os.urandom(16)
+
+
+def test_nothing_cached_without_a_lease(stack):
+    """No lease, no oplock: no write is acknowledged early."""
+    name = 'wc-nolease.bin'
+    fresh(stack, name)
+    c0 = counters(stack).get('wc_writes', 0)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True)
+    pat = smb2q.Pattern('nolease')
+    conn.pipeline(fid, 'write', 1 * MiB, 64 * KiB, 4, pat)
+    conn.close(fid)
+    conn.drop()
+    assert conn.granted == 'none'
+    assert grown(stack, 'wc_writes', c0, 1, timeout=3) == 0
+
+
+@pytest.mark.parametrize('how', ['lease', 'batch', 'exclusive'])
+def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
+    """Under an RWH lease or a batch/exclusive oplock writes are
+    acknowledged once queued; when CLOSE returns, every byte is on the
+    brick."""
+    name = 'wc-close-%s.bin' % how
+    fresh(stack, name)
+    c0 = counters(stack).get('wc_writes', 0)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True,
+                    oplock=None if how == 'lease' else how,
+                    lease_key=lease_key() if how == 'lease' else None)
+    assert conn.granted == {'lease': 'lease RWH', 'batch': 'oplock batch',
+                            'exclusive': 'oplock exclusive'}[how]
+    pat = smb2q.Pattern('close-' + how)
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    conn.close(fid)
+    ok, what = brick_prefix_ok(stack, name, pat, size)
+    conn.drop()
+    assert ok, what
+    cached = grown(stack, 'wc_writes', c0, size // (64 * KiB))
+    assert cached == size // (64 * KiB), cached
+
+
+def test_flush_drains(stack, slow_bricks):
+    """FLUSH completes only once every acknowledged byte is on the
+    brick."""
+    name = 'wc-flush.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('flush')
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    status = conn.flush(fid)
+    ok, what = brick_prefix_ok(stack, name, pat, size)
+    conn.close(fid)
+    conn.drop()
+    assert status == 0, smb2q.status_str(status)
+    assert ok, what
+
+
+def test_write_through_drains(stack, slow_bricks):
+    """A WRITE_THROUGH write completes only once it and every write
+    acknowledged before it are on the brick."""
+    name = 'wc-wt.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    pat = smb2q.Pattern('wt')
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    conn.pipeline(fid, 'write', 64 * KiB, 64 * KiB, 1, pat, start=size,
+                  write_flags=WRITE_THROUGH)
+    ok, what = brick_prefix_ok(stack, name, pat, size + 64 * KiB)
+    conn.close(fid)
+    conn.drop()
+    assert ok, what
+
+
+def test_second_opener_sees_every_acknowledged_byte(stack, slow_bricks):
+    """A holds an RWH lease and streams writes that are acknowledged
+    once queued (the bricks slowed down); B, on another connection (another
+    smbd process), opens the file meanwhile: when B's open returns, every
+    byte A had been acknowledged before B asked is there for B to read.
+    A answers the lease break it gets (in its own thread) and goes on
+    writing."""
+    name = 'wc-race.bin'
+    fresh(stack, name)
+    pat = smb2q.Pattern('race')
+    a = connect(stack)
+    fid = a.open(name, write=True, create=True, lease_key=lease_key())
+    assert a.granted == 'lease RWH'
+    total = 32 * MiB
+    err = []
+
+    def writer():
+        try:
+            a.pipeline(fid, 'write', total, 64 * KiB, 8, pat)
+        except BaseException as e:      # reported by the main thread
+            err.append(e)
+
+    c0 = counters(stack).get('wc_writes', 0)
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 60
+    while a.acked < 8 * MiB and time.monotonic() < deadline and not err:
+        time.sleep(0.01)
+    acked = a.acked
+    assert not err, err
+    assert acked >= 8 * MiB, 'A got only %d bytes acknowledged' % acked
+    b = connect(stack)
+    t_open = time.monotonic()
+    bfid = b.open(name, write=False, create=False)
+    opened_in = time.monotonic() - t_open
+    # B reads what A had been acknowledged before B's CREATE went out,
+    # the newest (the bytes most likely still queued) first.
+    b.pipeline(bfid, 'read', 1 * MiB, 64 * KiB, 16, pat,
+               start=acked - 1 * MiB)
+    b.pipeline(bfid, 'read', acked, 64 * KiB, 4, pat)
+    b.close(bfid)
+    b.drop()
+    t.join(300)
+    assert not t.is_alive()
+    assert not err, err
+    a.close(fid)
+    a.drop()
+    cached = grown(stack, 'wc_writes', c0, 1)
+    print('acknowledged before the open: %d MiB (%d writes cached), B '
+          'opened in %.2f s, A got breaks %s' % (acked // MiB, cached,
+                                                  opened_in, a.breaks))
+    assert cached > 0
+    assert a.breaks and a.breaks[0]['type'] == 'lease'
+    assert 'W' not in a.breaks[0]['to']
+
+
+def test_brick_killed_with_writes_queued(stack, slow_bricks):
+    """The brick of the file is killed while acknowledged writes are
+    queued: the error reaches the client at FLUSH or CLOSE (or at a
+    later WRITE), and what a FLUSH had confirmed before is on the brick."""
+    name = 'wc-kill.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    pat = smb2q.Pattern('kill')
+    first = 4 * MiB
+    conn.pipeline(fid, 'write', first, 64 * KiB, 4, pat)
+    assert conn.flush(fid) == 0
+    path = os.path.dirname(brick_file(stack, name))
+    pid = brick_pids(stack).get(path)
+    assert pid, 'no pid for brick %s' % path
+    errors = []
+    try:
+        # queued behind slow brick writes: some are still queued when
+        # the brick goes
+        conn.pipeline(fid, 'write', 16 * MiB, 64 * KiB, 8, pat, start=first)
+        os.kill(pid, 9)
+        try:
+            conn.pipeline(fid, 'write', 1 * MiB, 64 * KiB, 1, pat,
+                          start=first + 16 * MiB)
+        except smb2q.Failure as e:
+            errors.append(('write', str(e)))
+        if not errors:
+            status = conn.flush(fid)
+            if status != 0:
+                errors.append(('flush', smb2q.status_str(status)))
+        if not errors:
+            status = conn.close_status(fid)
+            if status != 0:
+                errors.append(('close', smb2q.status_str(status)))
+    finally:
+        conn.abort()
+        restart_bricks(stack)
+    print('errors the client saw: %s' % errors)
+    assert errors, 'every request succeeded although the brick was killed'
+    assert errors[0][0] in ('write', 'flush', 'close')
+    # what the FLUSH confirmed is on the brick
+    ok, what = brick_prefix_ok(stack, name, pat, first)
+    assert ok, what
