@@ -44,7 +44,7 @@ ensure_volume() { # VOL OPTION=VALUE...
 		gl volume set "$vol" "${kv%%=*}" "${kv#*=}" >/dev/null ||
 			die "gluster volume set $vol ${kv%%=*} ${kv#*=} failed"
 	done
-	if ! gl volume info "$vol" | grep -q '^Status: Started'; then
+	if ! grep -q '^Status: Started' <<<"$(gl volume info "$vol")"; then
 		gl volume start "$vol" >/dev/null || die "gluster volume start $vol failed"
 	fi
 	if ! volume_bricks_online "$vol"; then

@@ -8,7 +8,7 @@ ensure_bridge() {
 		log "creating bridge $BRIDGE ($HOST_IP/24)"
 		ip link add "$BRIDGE" type bridge
 	fi
-	if ! ip -4 addr show dev "$BRIDGE" | grep -q "inet $HOST_IP/24"; then
+	if ! grep -q "inet $HOST_IP/24" <<<"$(ip -4 addr show dev "$BRIDGE")"; then
 		ip addr add "$HOST_IP/24" dev "$BRIDGE"
 	fi
 	ip link set "$BRIDGE" up
@@ -19,7 +19,7 @@ ensure_ns() { # N
 	ns=$(node_ns "$n")
 	hv=$(host_veth "$n")
 	ip=$(node_ip "$n")
-	if ! ip netns list | grep -qw "^$ns"; then
+	if ! grep -qw "^$ns" <<<"$(ip netns list)"; then
 		ip netns add "$ns"
 	fi
 	if ! ip link show "$hv" >/dev/null 2>&1; then
@@ -31,7 +31,7 @@ ensure_ns() { # N
 	fi
 	ip link set "$hv" master "$BRIDGE" up
 	ip netns exec "$ns" ip link set lo up
-	if ! ip netns exec "$ns" ip -4 addr show dev "$NODE_IF" | grep -q "inet $ip/24"; then
+	if ! grep -q "inet $ip/24" <<<"$(ip netns exec "$ns" ip -4 addr show dev "$NODE_IF")"; then
 		ip netns exec "$ns" ip addr add "$ip/24" dev "$NODE_IF"
 	fi
 	ip netns exec "$ns" ip link set "$NODE_IF" up
@@ -41,7 +41,7 @@ delete_ns() { # N
 	local ns
 	ns=$(node_ns "$1")
 	ip link del "$(host_veth "$1")" 2>/dev/null || true
-	if ip netns list | grep -qw "^$ns"; then
+	if grep -qw "^$ns" <<<"$(ip netns list)"; then
 		ip netns del "$ns" 2>/dev/null || warn "could not delete namespace $ns"
 	fi
 }
