@@ -47,6 +47,7 @@ def cluster():
     if e is None:
         p = run(CLUSTER, 'up', timeout=900, check=False)
         if p.returncode != 0:
+            run(CLUSTER, 'down', timeout=600, check=False)
             raise RuntimeError('test/cluster up failed:\n' + p.stdout[-3000:])
         _brought_up = True
         e = env()

@@ -36,8 +36,18 @@ ensure_volume() { # VOL OPTION=VALUE...
 		log "creating volume $vol (replica 3, bricks $HOST_IP:$BRICKROOT/$vol/b1..3)"
 		rm -rf "${BRICKROOT:?}/$vol"
 		for i in "${bricks[@]}"; do mkdir -p "${i#*:}"; done
-		gl volume create "$vol" replica 3 "${bricks[@]}" force >/dev/null ||
-			die "gluster volume create $vol failed"
+		# Right after the bridge (and so its address) is new, glusterd
+		# may not count the address as its own yet ("Host ... is not in
+		# 'Peer in Cluster' state"): try again for a while.
+		local out tries=0
+		until out=$(gl volume create "$vol" replica 3 "${bricks[@]}" force 2>&1); do
+			tries=$((tries + 1))
+			if [ $tries -ge 20 ] || ! grep -q 'Peer in Cluster' <<<"$out"; then
+				echo "$out" >&2
+				die "gluster volume create $vol failed"
+			fi
+			sleep 3
+		done
 	fi
 	local kv
 	for kv in server.allow-insecure=on "$@"; do
