@@ -14,5 +14,6 @@ cmd_down() {
 		delete_volume "$LOCK_VOLUME"
 	fi
 	state_set UP 0
+	state_set BRICK_HOST ""
 	log "down"
 }

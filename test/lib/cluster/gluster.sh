@@ -21,33 +21,47 @@ sys.exit(0 if len(nodes) == 3 and all(n.findtext("status") == "1" for n in nodes
 '
 }
 
-ensure_volume() { # VOL OPTION=VALUE...
-	local vol=$1 i want have
-	shift
+# The host name the bricks are created with: the bridge address, or when
+# glusterd does not count that address as its own (it can miss an address
+# that appeared after it started: "Host ... is not in 'Peer in Cluster'
+# state"), the host's name, which every node resolves to the bridge
+# address through its own /etc/hosts (node-init.sh).
+brick_host() { state_get BRICK_HOST "$HOST_IP"; }
+
+create_volume() { # VOL HOST
+	local vol=$1 host=$2 i
 	local bricks=()
-	for i in 1 2 3; do bricks+=("$HOST_IP:$BRICKROOT/$vol/b$i"); done
-	want=$(printf '%s\n' "${bricks[@]}")
+	for i in 1 2 3; do bricks+=("$host:$BRICKROOT/$vol/b$i"); done
+	gl volume create "$vol" replica 3 "${bricks[@]}" force 2>&1
+}
+
+ensure_volume() { # VOL OPTION=VALUE...
+	local vol=$1 b out
+	shift
 	if volume_exists "$vol"; then
-		have=$(volume_bricks "$vol")
-		if [ "$have" != "$want" ]; then
-			die "volume $vol exists with other bricks ($(echo $have)): not ours, left alone"
-		fi
+		for b in $(volume_bricks "$vol"); do
+			case ${b#*:} in
+			"$BRICKROOT/$vol"/b[123]) ;;
+			*) die "volume $vol exists with brick $b: not ours, left alone" ;;
+			esac
+		done
+		state_set BRICK_HOST "$(volume_bricks "$vol" | head -n 1 | cut -d: -f1)"
 	else
-		log "creating volume $vol (replica 3, bricks $HOST_IP:$BRICKROOT/$vol/b1..3)"
 		rm -rf "${BRICKROOT:?}/$vol"
-		for i in "${bricks[@]}"; do mkdir -p "${i#*:}"; done
-		# Right after the bridge (and so its address) is new, glusterd
-		# may not count the address as its own yet ("Host ... is not in
-		# 'Peer in Cluster' state"): try again for a while.
-		local out tries=0
-		until out=$(gl volume create "$vol" replica 3 "${bricks[@]}" force 2>&1); do
-			tries=$((tries + 1))
-			if [ $tries -ge 20 ] || ! grep -q 'Peer in Cluster' <<<"$out"; then
+		mkdir -p "$BRICKROOT/$vol"/b1 "$BRICKROOT/$vol"/b2 "$BRICKROOT/$vol"/b3
+		log "creating volume $vol (replica 3, bricks $(brick_host):$BRICKROOT/$vol/b1..3)"
+		if ! out=$(create_volume "$vol" "$(brick_host)"); then
+			if grep -q 'Peer in Cluster' <<<"$out" && [ "$(brick_host)" = "$HOST_IP" ]; then
+				warn "glusterd does not count $HOST_IP as its own address; bricks named" \
+					"$(hostname) instead (every node resolves it to $HOST_IP)"
+				state_set BRICK_HOST "$(hostname)"
+				out=$(create_volume "$vol" "$(brick_host)") ||
+					{ echo "$out" >&2; die "gluster volume create $vol failed"; }
+			else
 				echo "$out" >&2
 				die "gluster volume create $vol failed"
 			fi
-			sleep 3
-		done
+		fi
 	fi
 	local kv
 	for kv in server.allow-insecure=on "$@"; do
@@ -61,23 +75,23 @@ ensure_volume() { # VOL OPTION=VALUE...
 		gl volume start "$vol" force >/dev/null || true
 	fi
 	wait_for 60 volume_bricks_online "$vol" || die "bricks of $vol not online after 60 s"
-	check_volfile_addresses "$vol"
 }
 
-# Every brick address in the volfile a client fetches must be one the
-# nodes reach: the bridge address, never a name that resolves to a
-# loopback address inside a namespace.
+# Every brick host in the volfile a client fetches must be one the nodes
+# reach: inside node 1 it must resolve to the bridge address, never to a
+# loopback address.  Run once the nodes are up.
 check_volfile_addresses() { # VOL
-	local vol=$1 spec hosts h
-	spec=$(ip netns exec "$(node_ns 1)" timeout 30 gluster --remote-host="$HOST_IP" \
+	local vol=$1 spec hosts h a
+	spec=$(on_node 1 timeout 30 gluster --remote-host="$HOST_IP" \
 		system:: getspec "$vol" 2>/dev/null) ||
 		spec=$(cat /var/lib/glusterd/vols/"$vol"/"$vol".tcp-fuse.vol 2>/dev/null) ||
 		die "no client volfile for $vol"
 	hosts=$(printf '%s\n' "$spec" | sed -n 's/^ *option remote-host //p' | sort -u)
 	[ -n "$hosts" ] || die "the volfile of $vol names no brick host"
 	for h in $hosts; do
-		[ "$h" = "$HOST_IP" ] ||
-			die "the volfile of $vol names brick host '$h', not $HOST_IP"
+		a=$(on_node 1 getent ahostsv4 "$h" | awk '{print $1; exit}')
+		[ "$a" = "$HOST_IP" ] ||
+			die "the volfile of $vol names brick host '$h', which node 1 resolves to '$a', not $HOST_IP"
 	done
 }
 
@@ -104,9 +118,9 @@ ensure_fuse() {
 	fi
 	if ! fuse_mounted; then
 		mkdir -p "$FUSE"
-		log "mounting $HOST_IP:/$VOLUME on $FUSE"
-		timeout 120 mount -t glusterfs "$HOST_IP:/$VOLUME" "$FUSE" ||
-			die "mount -t glusterfs $HOST_IP:/$VOLUME $FUSE failed"
+		log "mounting $(brick_host):/$VOLUME on $FUSE"
+		timeout 120 mount -t glusterfs "$(brick_host):/$VOLUME" "$FUSE" ||
+			die "mount -t glusterfs $(brick_host):/$VOLUME $FUSE failed"
 	fi
 	wait_for 30 timeout 10 stat "$FUSE/." || die "FUSE mount $FUSE does not answer"
 	chmod 1777 "$FUSE"

@@ -81,6 +81,8 @@ cmd_up() {
 		ctdb_on 1 status >&2 || true
 		die "cluster not healthy after 180 s (logs: $CL/node*/console.log)"
 	fi
+	check_volfile_addresses "$VOLUME"
+	check_volfile_addresses "$LOCK_VOLUME"
 	for ((i = 1; i <= nn; i++)); do set_smb_passwords "$i"; done
 	for ((i = 1; i <= nn; i++)); do
 		wait_for 60 smb_answers "$(node_ip "$i")" ||
