@@ -64,9 +64,9 @@ def test_same_file_id_on_every_head(cl, heads):
     # and a different file has a different id
     other = new_name()
     create(heads[1], other, b'y')
-    fid = heads[2].open(other, READ, SHARE_ALL)
-    assert heads[2].file_index(fid) != ids[0]
-    heads[2].close(fid)
+    fid = heads[-1].open(other, READ, SHARE_ALL)
+    assert heads[-1].file_index(fid) != ids[0]
+    heads[-1].close(fid)
 
 
 def test_deny_write_on_one_head_refuses_write_on_another(cl, heads):
