@@ -1,0 +1,159 @@
+"""The clustered heads of test/cluster, for the tests of test_cluster*.py.
+
+cluster() brings the cluster up (`test/cluster up`) if it is not up and
+returns its `test/cluster env`; take_down() runs `test/cluster down` if
+this process brought it up (GF2_CLUSTER_KEEP=1 leaves it up).  Head is one
+SMB2 session (impacket) to one address of the cluster, with the few calls
+the tests need, byte-range locks included (impacket's own SMB3.lock joins
+str() of the lock elements, which is wrong on Python 3).
+"""
+
+import os
+import subprocess
+
+from impacket import smb3structs as s3
+from impacket.smbconnection import SMBConnection
+from impacket import nt_errors
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+CLUSTER = os.path.join(TOP, 'test', 'cluster')
+
+_brought_up = False
+
+
+def run(*args, timeout=600, check=True):
+    return subprocess.run(list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True,
+                          timeout=timeout, check=check)
+
+
+def env():
+    p = subprocess.run([CLUSTER, 'env'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if p.returncode != 0:
+        return None
+    out = {}
+    for line in p.stdout.splitlines():
+        if '=' in line:
+            k, v = line.split('=', 1)
+            out[k] = v.strip().strip("'")
+    return out
+
+
+def cluster():
+    global _brought_up
+    e = env()
+    if e is None:
+        p = run(CLUSTER, 'up', timeout=900, check=False)
+        if p.returncode != 0:
+            run(CLUSTER, 'down', timeout=600, check=False)
+            raise RuntimeError('test/cluster up failed:\n' + p.stdout[-3000:])
+        _brought_up = True
+        e = env()
+    return e
+
+
+def take_down():
+    if _brought_up and os.environ.get('GF2_CLUSTER_KEEP') != '1':
+        run(CLUSTER, 'down', timeout=600, check=False)
+
+
+def on_node(n, *args, timeout=60, check=True):
+    return run(CLUSTER, 'exec', str(n), *args, timeout=timeout, check=check)
+
+
+def status_of(err):
+    return err.getErrorCode() & 0xffffffff
+
+
+def status_name(code):
+    return nt_errors.ERROR_MESSAGES.get(code, ('0x%08x' % code,))[0]
+
+
+class Head:
+    """One SMB2 session to one address of the cluster, one tree."""
+
+    def __init__(self, addr, env, user=None, password=None, timeout=30):
+        self.addr = addr
+        self.conn = SMBConnection(addr, addr, sess_port=int(env['SMB_PORT']),
+                                  timeout=timeout,
+                                  preferredDialect=s3.SMB2_DIALECT_30)
+        self.conn.login(user or env['SMB_USER'], password or env['SMB_PASS'])
+        self.share = env['SHARE']
+        self.tid = self.conn.connectTree(self.share)
+
+    def open(self, path, access, share, disposition=s3.FILE_OPEN):
+        return self.conn.createFile(
+            self.tid, path, desiredAccess=access, shareMode=share,
+            creationOption=s3.FILE_NON_DIRECTORY_FILE,
+            creationDisposition=disposition,
+            fileAttributes=s3.FILE_ATTRIBUTE_NORMAL)
+
+    def close(self, fid):
+        try:
+            self.conn.closeFile(self.tid, fid)
+        except KeyError:
+            # impacket keeps its open files by name: the second of two
+            # opens of one name in one session closes on the server, then
+            # fails to drop the name it already dropped.
+            pass
+
+    def write(self, fid, data, offset=0):
+        return self.conn.writeFile(self.tid, fid, data, offset)
+
+    def read(self, fid, offset, n):
+        return self.conn.readFile(self.tid, fid, offset, n)
+
+    def read_all(self, fid, size, chunk=1 << 20):
+        out = bytearray()
+        while len(out) < size:
+            got = self.read(fid, len(out), min(chunk, size - len(out)))
+            if not got:
+                break
+            out += got
+        return bytes(out)
+
+    def file_index(self, fid):
+        """FileInternalInformation: smbd's IndexNumber, made of the
+        device (high 32 bits) and the inode (low 32 bits) it sees."""
+        blob = self.conn.getSMBServer().queryInfo(
+            self.tid, fid, infoType=s3.SMB2_0_INFO_FILE,
+            fileInfoClass=s3.SMB2_FILE_INTERNAL_INFO)
+        return int.from_bytes(bytes(blob)[:8], 'little')
+
+    def lock(self, fid, offset, length, exclusive=True, unlock=False):
+        """One SMB2 LOCK element, failing immediately on a conflict."""
+        srv = self.conn.getSMBServer()
+        el = s3.SMB2_LOCK_ELEMENT()
+        el['Offset'] = offset
+        el['Length'] = length
+        if unlock:
+            el['Flags'] = s3.SMB2_LOCKFLAG_UNLOCK
+        else:
+            el['Flags'] = ((s3.SMB2_LOCKFLAG_EXCLUSIVE_LOCK if exclusive
+                            else s3.SMB2_LOCKFLAG_SHARED_LOCK) |
+                           s3.SMB2_LOCKFLAG_FAIL_IMMEDIATELY)
+        el['Reserved'] = 0
+        packet = srv.SMB_PACKET()
+        packet['Command'] = s3.SMB2_LOCK
+        packet['TreeID'] = self.tid
+        req = s3.SMB2Lock()
+        req['FileID'] = fid
+        req['LockCount'] = 1
+        req['LockSequence'] = 0
+        req['Locks'] = el.getData()
+        packet['Data'] = req
+        ans = srv.recvSMB(srv.sendSMB(packet))
+        if ans['Status'] != 0:
+            return ans['Status']
+        return 0
+
+    def unlink(self, path):
+        self.conn.deleteFile(self.share, path)
+
+    def drop(self):
+        try:
+            self.conn.getSMBServer().get_socket().close()
+        except Exception:
+            pass

@@ -1,0 +1,147 @@
+"""Clustered heads (test/cluster): every head serves one volume through
+glusterfs2, and what one head grants or writes, the others see.
+
+The cluster is brought up (`test/cluster up`, 3 nodes) when it is not up,
+and taken down at the end if these tests brought it up.  Each check talks
+to two or three heads through their own node addresses at once, with one
+SMB2 session per head (impacket).
+"""
+
+import hashlib
+import os
+import uuid
+
+import pytest
+from impacket import smb3structs as s3
+from impacket.smbconnection import SessionError
+from impacket import nt_errors
+
+import gf2_cluster
+from gf2_cluster import Head
+
+READ = s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES
+WRITE = s3.FILE_WRITE_DATA | s3.FILE_READ_ATTRIBUTES
+RW = READ | WRITE
+SHARE_ALL = s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE
+
+
+@pytest.fixture(scope='module')
+def cl():
+    e = gf2_cluster.cluster()
+    yield e
+    gf2_cluster.take_down()
+
+
+@pytest.fixture
+def heads(cl):
+    """One session on each node's own address."""
+    hs = [Head(a, cl) for a in cl['NODE_IPS'].split()]
+    yield hs
+    for h in hs:
+        h.drop()
+
+
+def new_name():
+    return 'cl-%s' % uuid.uuid4().hex[:12]
+
+
+def create(head, name, data):
+    fid = head.open(name, RW, SHARE_ALL, s3.FILE_OVERWRITE_IF)
+    head.write(fid, data, 0)
+    head.close(fid)
+
+
+def test_same_file_id_on_every_head(cl, heads):
+    name = new_name()
+    create(heads[0], name, b'x' * 100)
+    ids = []
+    for h in heads:
+        fid = h.open(name, READ, SHARE_ALL)
+        ids.append(h.file_index(fid))
+        h.close(fid)
+    assert len(set(ids)) == 1, 'file ids per head: %s' % [hex(i) for i in ids]
+    assert ids[0] != 0
+    # and a different file has a different id
+    other = new_name()
+    create(heads[1], other, b'y')
+    fid = heads[-1].open(other, READ, SHARE_ALL)
+    assert heads[-1].file_index(fid) != ids[0]
+    heads[-1].close(fid)
+
+
+def test_deny_write_on_one_head_refuses_write_on_another(cl, heads):
+    name = new_name()
+    create(heads[0], name, b'share modes')
+    h1, h2 = heads[0], heads[1]
+    # node 1: read, sharing read only (deny write)
+    fid1 = h1.open(name, READ, s3.FILE_SHARE_READ)
+    try:
+        with pytest.raises(SessionError) as err:
+            h2.open(name, WRITE, SHARE_ALL)
+        assert gf2_cluster.status_of(err.value) == \
+            nt_errors.STATUS_SHARING_VIOLATION, \
+            gf2_cluster.status_name(gf2_cluster.status_of(err.value))
+        # a read open that shares read is compatible
+        fid2 = h2.open(name, READ, SHARE_ALL)
+        h2.close(fid2)
+    finally:
+        h1.close(fid1)
+    # node 1's handle gone: the write open goes through on node 2
+    fid2 = h2.open(name, WRITE, SHARE_ALL)
+    h2.close(fid2)
+
+
+def test_byte_range_lock_on_one_head_blocks_another(cl, heads):
+    name = new_name()
+    create(heads[0], name, b'\0' * 4096)
+    h1, h2 = heads[0], heads[1]
+    fid1 = h1.open(name, RW, SHARE_ALL)
+    fid2 = h2.open(name, RW, SHARE_ALL)
+    try:
+        assert h1.lock(fid1, 100, 100) == 0
+        # overlapping: refused on node 2
+        st = h2.lock(fid2, 150, 10)
+        assert st == nt_errors.STATUS_LOCK_NOT_GRANTED, \
+            gf2_cluster.status_name(st)
+        # not overlapping: granted
+        assert h2.lock(fid2, 200, 10) == 0
+        assert h2.lock(fid2, 200, 10, unlock=True) == 0
+        # node 1 unlocks: node 2 gets the range
+        assert h1.lock(fid1, 100, 100, unlock=True) == 0
+        assert h2.lock(fid2, 150, 10) == 0
+        assert h2.lock(fid2, 150, 10, unlock=True) == 0
+    finally:
+        h1.close(fid1)
+        h2.close(fid2)
+
+
+def test_data_written_on_one_head_is_read_on_the_others(cl, heads):
+    """Each head reads the file first (filling its caches), then another
+    head overwrites it: every head reads the new bytes right away (upcall
+    invalidation is on for the volume)."""
+    name = new_name()
+    size = 4 << 20
+    old = os.urandom(size)
+    create(heads[0], name, old)
+    fids = [h.open(name, READ, SHARE_ALL) for h in heads]
+    try:
+        for h, fid in zip(heads, fids):
+            assert hashlib.sha256(h.read_all(fid, size)).hexdigest() == \
+                hashlib.sha256(old).hexdigest()
+        for writer in range(len(heads)):
+            new = os.urandom(size)
+            want = hashlib.sha256(new).hexdigest()
+            w = heads[writer]
+            wfid = w.open(name, WRITE, SHARE_ALL)
+            w.write(wfid, new, 0)
+            w.close(wfid)
+            for i, (h, fid) in enumerate(zip(heads, fids)):
+                got = hashlib.sha256(h.read_all(fid, size)).hexdigest()
+                assert got == want, 'head %d read stale data after head %d ' \
+                    'wrote' % (i + 1, writer + 1)
+        # and the FUSE mount of the volume has the last version
+        with open(os.path.join(cl['FUSE_MOUNT'], name), 'rb') as f:
+            assert hashlib.sha256(f.read()).hexdigest() == want
+    finally:
+        for h, fid in zip(heads, fids):
+            h.close(fid)

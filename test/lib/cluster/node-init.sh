@@ -1,0 +1,27 @@
+#!/bin/bash
+# test/lib/cluster/node-init.sh N DIR BINDS: the first process of node N,
+# run by test/cluster in the node's new network, mount, UTS and PID
+# namespaces.  It names the node, gives it its own /proc, /run and CTDB and
+# Samba directories, starts ctdbd and reaps what the node leaves (it is
+# the node's PID 1).  When ctdbd exits, it exits, and with it every other
+# process of the node (the kernel ends a PID namespace with its first
+# process): the node is down.
+#
+# The node needs a PID namespace of its own: 50.samba looks for smbd with
+# `killall smbd` and kills what it finds, which on a shared PID namespace
+# would be every smbd of the machine.
+set -eu
+n=$1 d=$2 binds=$3
+hostname "gf2cl-node$n"
+mount -t proc proc /proc
+mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/ctdb /run/samba /run/lock
+for b in $binds; do
+	mount --bind "$d/${b%%:*}" "${b#*:}"
+done
+/usr/sbin/ctdbd --interactive &
+ctdbd=$!
+trap 'kill -TERM $ctdbd 2>/dev/null' TERM INT
+while kill -0 "$ctdbd" 2>/dev/null; do
+	wait "$ctdbd" || true
+done

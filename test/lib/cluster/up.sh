@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# test/lib/cluster/up.sh: test/cluster up [--nodes N].
+# Sourced by test/cluster.
+
+ensure_build() {
+	local mod newer=""
+	mod=$(smbd -b | sed -n 's/.*MODULESDIR: //p')/vfs/$MODULE.so
+	if [ -f "$mod" ] && [ -x "$HELPER" ]; then
+		newer=$(find "$ROOT/source" "$ROOT/include" "$ROOT/tools" "$ROOT/wscript" \
+			-newer "$mod" -type f -print -quit 2>/dev/null || true)
+		[ -n "$newer" ] || return 0
+	fi
+	log "building $MODULE and the mutex helper (log: $BUILDLOG)"
+	(
+		cd "$ROOT" || exit 1
+		if ! grep -qx "MODULE_NAME = '$MODULE'" build/c4che/_cache.py 2>/dev/null; then
+			timeout 3600 ./waf configure --module-name="$MODULE" || exit 1
+		fi
+		timeout 3600 ./waf build && timeout 600 ./waf install
+	) > "$BUILDLOG" 2>&1 || { tail -n 20 "$BUILDLOG" >&2; die "build failed"; }
+	touch "$mod"
+}
+
+cluster_healthy() { # NNODES: every node OK and every public address held
+	local nn=$1 ips
+	ctdb_on 1 nodestatus all >/dev/null 2>&1 || return 1
+	ips=$(ctdb_on 1 -X ip 2>/dev/null | awk -F'|' 'NR > 1 && $3 != "-1" {print $2}' | grep -c .)
+	[ "$ips" = "$nn" ]
+}
+
+smb_answers() { # IP
+	timeout 3 bash -c "exec 3<>/dev/tcp/$1/$SMB_PORT" 2>/dev/null
+}
+
+cmd_up() {
+	local nn=3
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--nodes) nn=${2:-}; shift 2 || die "--nodes needs a number" ;;
+		--nodes=*) nn=${1#--nodes=}; shift ;;
+		*) die "unknown option $1 (up [--nodes N])" ;;
+		esac
+	done
+	case $nn in
+	[2-4]) ;;
+	*) die "--nodes $nn: 2 to $MAX_NODES" ;;
+	esac
+	need_root
+	command -v ctdbd >/dev/null || die "ctdbd missing: scripts/install-deps installs ctdb"
+	glusterd_answers || die "glusterd does not answer (it is started by test/stack up)"
+	mkdir -p "$CL"
+
+	local i old
+	old=$(state_get NODES)
+	if [ -n "$old" ] && [ "$old" != "$nn" ]; then
+		log "cluster had $old nodes, now $nn: restarting the nodes"
+		for ((i = MAX_NODES; i >= 1; i--)); do stop_node "$i"; delete_ns "$i"; done
+	fi
+	state_set NODES "$nn"
+
+	ensure_build
+	ensure_bridge
+	for ((i = 1; i <= nn; i++)); do ensure_ns "$i"; done
+
+	# The lock volume: a node cut off loses the lock within ~10 s.
+	ensure_volume "$LOCK_VOLUME" server.keepalive-time=5 server.keepalive-interval=2 \
+		server.keepalive-count=3 network.ping-timeout=10
+	# The data volume: upcall invalidation on (a change through one head
+	# drops what the other heads cached of that file).
+	ensure_volume "$VOLUME" features.cache-invalidation=on \
+		features.cache-invalidation-timeout=600
+	ensure_fuse
+	ensure_unix_users
+
+	for ((i = 1; i <= nn; i++)); do
+		if [ -z "$(ctdbd_pid "$i")" ]; then write_node_config "$i" "$nn"; fi
+	done
+	for ((i = 1; i <= nn; i++)); do start_node "$i"; done
+	log "waiting for every node OK and every public address held"
+	if ! wait_for 180 cluster_healthy "$nn"; then
+		ctdb_on 1 status >&2 || true
+		die "cluster not healthy after 180 s (logs: $CL/node*/console.log)"
+	fi
+	check_volfile_addresses "$VOLUME"
+	check_volfile_addresses "$LOCK_VOLUME"
+	for ((i = 1; i <= nn; i++)); do set_smb_passwords "$i"; done
+	for ((i = 1; i <= nn; i++)); do
+		wait_for 60 smb_answers "$(node_ip "$i")" ||
+			die "node $i: smbd does not answer on $(node_ip "$i"):$SMB_PORT"
+		wait_for 60 smb_answers "$(public_ip "$i")" ||
+			die "public address $(public_ip "$i") does not answer on port $SMB_PORT"
+	done
+	state_set UP 1
+	log "up: $nn nodes ($(for ((i = 1; i <= nn; i++)); do printf '%s ' "$(node_ip "$i")"; done)), public addresses" \
+		"$(for ((i = 1; i <= nn; i++)); do printf '%s ' "$(public_ip "$i")"; done)"
+}
