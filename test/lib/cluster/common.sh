@@ -24,7 +24,8 @@ MAX_NODES=4
 VOLUME=gf2cl            # the data volume (replica 3)
 LOCK_VOLUME=gf2cl-lock  # the cluster lock's volume (replica 3)
 LOCK_PATH=/.ctdb.lock
-MODULE=${GF2_CLUSTER_MODULE:-glusterfs2_cl}
+# the module the nodes load: the checkout's own build, as test/stack serves it
+MODULE=${GF2_CLUSTER_MODULE:-${GF2_STACK_MODULE:-glusterfs2}}
 SHARE=gf2cl
 SMB_PORT=445
 USER1=gf2cl1 PASS1=gf2clpass1
