@@ -115,6 +115,21 @@ write_smb_conf() {
 	read only = no
 	guest ok = no
 
+# glusterfs2 whose prefetched data lives 2 s (the default is 250 ms): long
+# enough for a test to see, inside the bound, that a range was prefetched
+# and is served from memory, and, after it, that another client's change
+# shows (test_prefetch).
+[glusterfs2-age]
+	vfs objects = $g2
+	path = /
+	glusterfs2:volume = $vol
+	glusterfs2:volfile_server = $host
+	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
+	glusterfs2:loglevel = 4
+	glusterfs2:prefetch max age = 2000
+	read only = no
+	guest ok = no
+
 # glusterfs2 whose prefetched data may live a minute: within that, only
 # Gluster's upcall invalidation (features.cache-invalidation on, set by
 # the test that uses it) can show a reader another client's change.
