@@ -3,7 +3,9 @@ as a real user, through a real smbd on a real Gluster volume."""
 
 import hashlib
 import os
+import re
 import pwd
+import stat
 import subprocess
 import time
 
@@ -15,23 +17,88 @@ from conftest import Smb, sha256
 SIZES = [0, 1, 4095, 4096, 65537, 3 * (1 << 20) + 7]
 
 
-def test_create_list_rename_delete(smb, tmpname):
+# Changes elsewhere are seen within 1 s (glusterfs2's kept metadata in
+# another smbd process; the FUSE client's entry and attribute timeouts):
+# how long the checks through FUSE and another connection may retry.
+ELSEWHERE_S = 3.0
+
+
+def fuse_view(stack, path):
+    """{name: size, or None for a directory} of a directory on the FUSE
+    mount (None if it does not exist)."""
+    d = os.path.join(stack['FUSE_MOUNT'], path)
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return None
+    out = {}
+    for n in names:
+        st = os.stat(os.path.join(d, n))
+        out[n] = None if os.path.isdir(os.path.join(d, n)) else st.st_size
+    return out
+
+
+def smb_view(c, path):
+    """The same through an SMB connection."""
+    try:
+        names = c.listdir(path)
+    except smbc.NoEntryError:
+        return None
+    out = {}
+    for n in names:
+        st = c.stat('%s/%s' % (path, n))
+        out[n] = None if stat.S_ISDIR(st[0]) else st[6]
+    return out
+
+
+def seen_elsewhere(stack, other, path, want):
+    """Directory PATH as FUSE and another connection (another smbd
+    process) see it, retried for ELSEWHERE_S until both show WANT."""
+    deadline = time.monotonic() + ELSEWHERE_S
+    while True:
+        got = (fuse_view(stack, path), smb_view(other, path))
+        if got == (want, want) or time.monotonic() > deadline:
+            return got
+
+
+def test_create_list_rename_delete(smb, stack, tmpname):
+    """Each change through one connection is seen at once through it,
+    and through the FUSE mount and another connection (another smbd
+    process) too."""
     c = smb('glusterfs2')
+    other = smb('glusterfs2')
     c.mkdir(tmpname)
     c.mkdir(tmpname + '/sub')
     c.write(tmpname + '/a.txt', b'hello')
     c.write(tmpname + '/sub/b.txt', b'world' * 1000)
     assert c.listdir(tmpname) == ['a.txt', 'sub']
     assert c.listdir(tmpname + '/sub') == ['b.txt']
+    want = {'a.txt': 5, 'sub': None}
+    assert seen_elsewhere(stack, other, tmpname, want) == (want, want)
+    want = {'b.txt': 5000}
+    assert seen_elsewhere(stack, other, tmpname + '/sub', want) == \
+        (want, want)
 
     c.rename(tmpname + '/a.txt', tmpname + '/sub/c.txt')
     assert c.listdir(tmpname) == ['sub']
     assert c.listdir(tmpname + '/sub') == ['b.txt', 'c.txt']
     assert c.read(tmpname + '/sub/c.txt') == b'hello'
+    want = {'sub': None}
+    assert seen_elsewhere(stack, other, tmpname, want) == (want, want)
+    want = {'b.txt': 5000, 'c.txt': 5}
+    assert seen_elsewhere(stack, other, tmpname + '/sub', want) == \
+        (want, want)
+    assert other.read(tmpname + '/sub/c.txt') == b'hello'
+    with open(os.path.join(stack['FUSE_MOUNT'], tmpname, 'sub', 'c.txt'),
+              'rb') as f:
+        assert f.read() == b'hello'
 
     c.rename(tmpname + '/sub', tmpname + '/sub2')
     assert c.listdir(tmpname) == ['sub2']
     assert c.read(tmpname + '/sub2/b.txt') == b'world' * 1000
+    want = {'sub2': None}
+    assert seen_elsewhere(stack, other, tmpname, want) == (want, want)
+    assert other.read(tmpname + '/sub2/b.txt') == b'world' * 1000
 
     st = c.stat(tmpname + '/sub2/b.txt')
     assert st[6] == 5000          # st_size
@@ -41,10 +108,13 @@ def test_create_list_rename_delete(smb, tmpname):
         c.rmdir(tmpname + '/sub2')
     c.unlink(tmpname + '/sub2/b.txt')
     c.unlink(tmpname + '/sub2/c.txt')
+    assert seen_elsewhere(stack, other, tmpname + '/sub2', {}) == ({}, {})
     c.rmdir(tmpname + '/sub2')
+    assert seen_elsewhere(stack, other, tmpname, {}) == ({}, {})
     c.rmdir(tmpname)
     with pytest.raises(smbc.NoEntryError):
         c.stat(tmpname)
+    assert seen_elsewhere(stack, other, tmpname, None) == (None, None)
 
 
 def test_errors(smb, tmpname):
@@ -152,7 +222,7 @@ def test_1gib_roundtrip_smbclient(stack, tmp_path, tmpname):
     assert not os.path.exists(fuse_copy)
 
 
-def test_smbclient_session(stack, tmp_path, tmpname):
+def test_smbclient_session(stack, smb, tmp_path, tmpname):
     """The operations an admin tries first, in one smbclient session."""
     src = tmp_path / 'a.txt'
     src.write_bytes(b'glusterfs2\n' * 100)
@@ -162,29 +232,55 @@ def test_smbclient_session(stack, tmp_path, tmpname):
                    'get b.txt %s; allinfo b.txt; del b.txt; cd ..; '
                    'rmdir %s; du' % (tmpname, tmpname, src, back, tmpname))
     assert p.returncode == 0, p.stdout
-    assert 'a.txt' in p.stdout
     # smbclient 4.22 and later print allinfo's failed snapshot query,
     # which a share without shadow copies answers so (local's too)
     out = p.stdout.replace('NT_STATUS_INVALID_DEVICE_REQUEST getting '
                            'shadow copy data', '')
     assert 'NT_STATUS' not in out, p.stdout
+    # ls listed the file put (not just `put` echoing its name), with its
+    # size; allinfo showed the renamed file
+    assert re.search(r'^  a\.txt +A? +1100 ', p.stdout, re.M), p.stdout
+    assert re.search(r'^stream: \[::\$DATA\], 1100 bytes', p.stdout,
+                     re.M), p.stdout
     assert back.read_bytes() == src.read_bytes()
     # du prints the volume's size and free space
     assert 'blocks available' in p.stdout
+    # what the session removed is gone for other clients too
+    assert seen_elsewhere(stack, smb('glusterfs2'), tmpname, None) == \
+        (None, None)
 
 
 def test_free_space_matches_fuse(stack):
+    """Total and free space through glusterfs2 are the volume's, as the
+    FUSE mount (statvfs, and the [fuse] share) reports them.  Free space
+    moves while others write on the machine: glusterfs2's figure must lie
+    between the FUSE figures taken before and after it (with 64 MiB of
+    slack)."""
+    def vfs():
+        st = os.statvfs(stack['FUSE_MOUNT'])
+        return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+    def du(out):
+        for line in out.splitlines():
+            m = re.match(r'^\s*(\d+) blocks of size (\d+)\. (\d+) blocks '
+                         r'available', line)
+            if m:
+                return (int(m.group(1)) * int(m.group(2)),
+                        int(m.group(3)) * int(m.group(2)))
+        raise AssertionError(out)
+    before = vfs()
     p2 = _smbclient(stack, 'glusterfs2', 'du')
     pf = _smbclient(stack, 'fuse', 'du')
+    after = vfs()
     assert p2.returncode == 0 and pf.returncode == 0
-
-    def total(out):
-        for line in out.splitlines():
-            if 'blocks of size' in line:
-                parts = line.split()
-                return int(parts[0]) * int(parts[4].rstrip('.'))
-        raise AssertionError(out)
-    assert total(p2.stdout) == total(pf.stdout)
+    total2, free2 = du(p2.stdout)
+    totalf, freef = du(pf.stdout)
+    assert total2 == totalf
+    slack = 64 << 20
+    lo = min(before[1], after[1], freef) - slack
+    hi = max(before[1], after[1], freef) + slack
+    assert lo <= free2 <= hi, (free2, before, after, freef)
+    assert free2 < total2
 
 
 def test_owner_of_created_file(stack, smb, tmpname):

@@ -277,6 +277,53 @@ def test_remote_changes_seen_within_bound(srv, conns, tdir, via):
     os.unlink(back)
 
 
+INSIDE = 0.7           # well inside the bound: seconds after the fill
+
+
+@BOTH
+def test_upcall_seen_inside_bound(srv, conns, tdir, request):
+    """Inside the 1 s bound, B's kept stat of a file changed through FUSE
+    is stale without upcalls (the control: what B's process keeps is
+    served) and fresh with them (Gluster's upcall dropped it), so that the
+    upcall variant fails if upcall mode never engages.  A round whose
+    checks could not all be made inside the bound (a loaded machine) is
+    tried again."""
+    upcalls = request.node.callspec.params['srv'] == 'upcalls'
+    _, b = conns
+    name, path = tdir
+    rounds = []
+    for attempt in range(4):
+        fname = 'r%d' % attempt
+        fuse_write(os.path.join(path, fname), b'x' * 100)
+        time.sleep(BOUND + MARGIN)
+        t_fill = time.monotonic()
+        assert fname in b.ls(name)
+        assert b.info('%s/%s' % (name, fname))[1] == 100
+        fuse_write(os.path.join(path, fname), b'z' * 7777)
+        seen, sizes = None, []
+        while time.monotonic() < t_fill + INSIDE:
+            sizes.append(b.info('%s/%s' % (name, fname))[1])
+            if sizes[-1] == 7777:
+                seen = time.monotonic() - t_fill
+                break
+            time.sleep(0.05)
+        last = time.monotonic() - t_fill
+        rounds.append((seen, last, sizes))
+        if sizes and last < BOUND:
+            break
+    else:
+        pytest.fail('no round checked inside the %.1f s bound: %r' %
+                    (BOUND, rounds))
+    if upcalls:
+        assert seen is not None, (
+            'with upcalls, the change is not seen %.1f s after the fill '
+            '(sizes %r): upcall mode not engaged?' % (INSIDE, sizes))
+    else:
+        assert seen is None and set(sizes) == {100}, (
+            'without upcalls the kept stat should be served inside the '
+            'bound (control): %r' % rounds)
+
+
 SYSTEM = 0x4
 
 

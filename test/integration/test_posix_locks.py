@@ -1,7 +1,7 @@
 """POSIX locks of other Gluster clients seen by SMB reads and writes.
 
-A private smbd (port 4486) serves shares with `posix locking = yes` (the
-stack's shares turn it off): [g2lk] glusterfs2 on the stack's volume
+A private smbd (port 4486) serves shares with `posix locking = yes` (as
+the stack's shares do): [g2lk] glusterfs2 on the stack's volume
 with `glusterfs2:posix lock cache = 250`, [g2lk0] the same with the
 default (0, every check asks Gluster), and [locallk]
 Samba's default VFS on the stack's local directory.  smbd checks, before every read and write on a handle without a lease

@@ -4,20 +4,50 @@ documented bounds.
 glusterfs2 share: prefetch on, coherence "age", max age 250 ms (defaults).
 glusterfs2-strict share: coherence "strict" (prefetched data only under a
 read lease or oplock; python3-smbc takes neither, so reads go to Gluster).
+glusterfs2-age share: max age 2 s, long enough to see inside the bound
+that a range was prefetched (the old data is served, and the counters
+of tools/glusterfs2-stats show bytes served from prefetch memory).
 glusterfs2-longage share: max age 60 s, for the upcall test.
 """
 
 import hashlib
+import json
 import os
 import subprocess
 import time
 
 import pytest
 
-from conftest import Smb, sha256
+from conftest import Smb, TOP, sha256
+from test_bad_requests import Client, s3
 
 MiB = 1 << 20
 MAX_AGE = 0.250          # glusterfs2:prefetch max age default, seconds
+AGE_SHARE = 'glusterfs2-age'
+AGE = 2.0                # its glusterfs2:prefetch max age, seconds
+TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
+
+
+def counters(stack, share):
+    """The share's counters (tools/glusterfs2-stats --json)."""
+    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', share,
+                        '--json'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)['shares'].get(share, {})
+
+
+def prefetch_served(stack, share, before, want, timeout=40):
+    """Bytes served from prefetch memory on SHARE since BEFORE, once they
+    reach WANT (the smbd processes merge their counters when their tree
+    connect ends) or TIMEOUT has passed."""
+    deadline = time.time() + timeout
+    while True:
+        n = counters(stack, share).get('read_bytes_prefetch', 0) - \
+            before.get('read_bytes_prefetch', 0)
+        if n >= want or time.time() > deadline:
+            return n
+        time.sleep(0.5)
 
 
 def pattern(tag, size):
@@ -147,6 +177,80 @@ def test_writer_same_process_seen_at_once(stack, tmpname):
     assert seq_read(f, MiB, 65536) == NEW
     f.close()
     r.unlink(tmpname)
+
+
+@pytest.mark.parametrize('via', ['smb', 'fuse'])
+def test_max_age_bound(stack, tmpname, via):
+    """Inside max age (2 s on glusterfs2-age) the reader is served the
+    range prefetched before another client's write: the old data, from
+    prefetch memory (counters); once max age has passed since the write,
+    the rest of that range, prefetched before the write and not read yet,
+    is the new data."""
+    before = counters(stack, AGE_SHARE)
+    r = Smb(stack, AGE_SHARE)
+    r.write(tmpname, pattern(ord('A'), 32 * MiB))
+    writer = _smb_writer(stack, 'glusterfs2', tmpname) if via == 'smb' \
+        else _fuse_writer(stack, tmpname)
+    f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
+    seq_read(f, 4 * MiB, 65536)          # prefetch now runs ahead
+    time.sleep(0.05)
+    writer(8 * MiB, NEW)
+    t_write = time.monotonic()
+    seq_read(f, 4 * MiB, 65536)          # 4..8 MiB
+    inside = seq_read(f, MiB // 2, 65536)    # 8..8.5 MiB
+    t_inside = time.monotonic() - t_write
+    time.sleep(max(0.0, AGE + 0.3 - (time.monotonic() - t_write)))
+    after = seq_read(f, MiB // 2, 65536)     # 8.5..9 MiB
+    f.close()
+    r.unlink(tmpname)
+    r.close()
+    assert t_inside < AGE - 0.5, \
+        'the reader took %.1f s after the write: not inside the bound' % \
+        t_inside
+    assert inside == OLD[:MiB // 2], \
+        'the range was not served from prefetch memory'
+    assert after == NEW[MiB // 2:], 'the write is not seen after max age'
+    served = prefetch_served(stack, AGE_SHARE, before, 5 * MiB)
+    assert served >= 5 * MiB, served
+
+
+def test_strict_mode_lease_broken_by_write(stack, tmpname):
+    """Strict mode: a reader holding a level II oplock is served
+    prefetched data (counters); a second client's write breaks the
+    oplock, and the reader's next read of a range prefetched before the
+    write returns the new data."""
+    w = Smb(stack, 'glusterfs2')
+    w.write(tmpname, pattern(ord('A'), 32 * MiB))
+    before = counters(stack, 'glusterfs2-strict')
+    cl = Client(stack, 'glusterfs2-strict')
+    cl.conn.quiet()
+    fid = cl.conn.c.create(
+        cl.conn.tid, tmpname, s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES |
+        s3.SYNCHRONIZE, s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+        s3.FILE_SHARE_DELETE, s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+        s3.FILE_ATTRIBUTE_NORMAL, oplockLevel=s3.SMB2_OPLOCK_LEVEL_II)
+
+    def read(off, n):
+        out = b''
+        while len(out) < n:
+            st, b = cl.read(fid, off + len(out), 65536)
+            assert st == 0 and b, (off + len(out), st)
+            out += b
+        return out
+    assert read(0, 4 * MiB) == pattern(ord('A'), 4 * MiB)
+    time.sleep(0.05)
+    _smb_writer(stack, 'glusterfs2', tmpname)(8 * MiB, NEW)
+    time.sleep(0.3)     # the break reaches the reader's smbd process
+    read(4 * MiB, 4 * MiB)
+    got = read(8 * MiB, MiB)
+    cl.close(fid)
+    cl.drop()
+    w.unlink(tmpname)
+    w.close()
+    assert got == NEW, 'stale prefetched data served after the break'
+    served = prefetch_served(stack, 'glusterfs2-strict', before, MiB)
+    assert served >= MiB, \
+        'only %d bytes served from prefetch under the oplock' % served
 
 
 def test_strict_mode_never_stale(stack, tmpname):

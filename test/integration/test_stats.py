@@ -59,17 +59,36 @@ def delta(a, b, k):
     return b.get(k, 0) - a.get(k, 0)
 
 
+def server_max(stack, param):
+    p = subprocess.run(['testparm', '-s', '--parameter-name=' + param,
+                        stack['SMB_CONF']], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, universal_newlines=True)
+    return int(p.stdout.strip().splitlines()[-1])
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
 def test_counters_add_up(stack, tmp_path, tmpname):
     size = 64 * MiB + 4321
     src = tmp_path / 'src'
     src.write_bytes(os.urandom(size))
     dst = tmp_path / 'dst'
 
+    # what the workload implies, independently of the counters: SMB
+    # requests of at most smbd's maximum size, each at least one Gluster
+    # call
+    max_write = server_max(stack, 'smb2 max write')
+    max_read = server_max(stack, 'smb2 max read')
     s0 = stats(stack)
     smbclient(stack, 'put %s %s' % (src, tmpname))
     s1 = settle(stack, s0, 'write_bytes', size)
     assert delta(s0, s1, 'write_bytes') == size
-    assert delta(s0, s1, 'writes') >= 1
+    assert os.path.getsize(os.path.join(stack['FUSE_MOUNT'], tmpname)) == \
+        size
+    assert delta(s0, s1, 'writes') >= ceil_div(size, max_write)
+    assert delta(s0, s1, 'gluster_calls') >= delta(s0, s1, 'writes')
     assert delta(s0, s1, 'read_bytes') == 0
 
     smbclient(stack, 'get %s %s' % (tmpname, dst))
@@ -77,6 +96,16 @@ def test_counters_add_up(stack, tmp_path, tmpname):
     s2 = settle(stack, s1, 'read_bytes', size)
     rb = delta(s1, s2, 'read_bytes')
     assert rb == size
+    assert delta(s1, s2, 'reads') >= ceil_div(size, max_read)
+    # every read not served from prefetch memory, and every prefetch
+    # window, is at least one Gluster call of at most max_read bytes
+    assert delta(s1, s2, 'gluster_calls') >= \
+        ceil_div(delta(s1, s2, 'read_bytes_gluster'), max_read) + \
+        ceil_div(delta(s1, s2, 'prefetch_bytes'), max_read)
+    # what was served from prefetch memory had been prefetched; nothing
+    # is prefetched past the end of the file
+    assert delta(s1, s2, 'read_bytes_prefetch') <= \
+        delta(s1, s2, 'prefetch_bytes') <= size
     # every byte returned came from prefetch memory or from Gluster
     assert delta(s1, s2, 'read_bytes_prefetch') + \
         delta(s1, s2, 'read_bytes_gluster') == rb
@@ -108,9 +137,10 @@ def test_counters_add_up(stack, tmp_path, tmpname):
         delta(s2, s3, 'prefetch_bytes')
     s2 = s3
 
-    # the latency histogram counts every completed Gluster call
-    buckets = sum(v for k, v in s2.items() if k.startswith('lat_'))
-    assert buckets == s2['gluster_calls'] > 0
+    # the latency histogram counts every completed Gluster call of the
+    # steps
+    buckets = sum(delta(s0, s2, k) for k in s2 if k.startswith('lat_'))
+    assert buckets == delta(s0, s2, 'gluster_calls') > 0
     assert s2['gluster_errors'] == s0.get('gluster_errors', 0)
     assert s2['inflight'] == 0
     assert s2['latency_us']['p50'] is not None

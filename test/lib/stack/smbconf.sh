@@ -41,11 +41,12 @@ write_smb_conf() {
 	map to guest = never
 	kernel share modes = no
 	kernel oplocks = no
-	# Without a lease, smbd asks the file system for POSIX locks held by
-	# non-SMB processes on every read and write (F_GETLK): one Gluster
-	# round trip each time for gfapi and FUSE.  No non-SMB process takes
-	# locks on the test volume, so all four shares skip it alike.
-	posix locking = no
+	# posix locking is Samba's default (yes) on every share: SMB
+	# byte-range locks become POSIX locks on the volume (glfs_posix_lock,
+	# fcntl on FUSE and local), locks of other clients (FUSE, NFS)
+	# conflict with SMB reads, writes and locks, and smbd grants no
+	# durable handle to a handle that holds byte-range locks.  A test
+	# that needs it off sets it on a share or private smbd of its own.
 	load printers = no
 	printing = bsd
 	printcap name = /dev/null
@@ -111,6 +112,21 @@ write_smb_conf() {
 	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
 	glusterfs2:loglevel = 4
 	glusterfs2:prefetch coherence = strict
+	read only = no
+	guest ok = no
+
+# glusterfs2 whose prefetched data lives 2 s (the default is 250 ms): long
+# enough for a test to see, inside the bound, that a range was prefetched
+# and is served from memory, and, after it, that another client's change
+# shows (test_prefetch).
+[glusterfs2-age]
+	vfs objects = $g2
+	path = /
+	glusterfs2:volume = $vol
+	glusterfs2:volfile_server = $host
+	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
+	glusterfs2:loglevel = 4
+	glusterfs2:prefetch max age = 2000
 	read only = no
 	guest ok = no
 
