@@ -17,20 +17,18 @@
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
-/* The handle holds a read-caching oplock or lease. */
+/*
+ * The handle holds a read-caching oplock or lease.  oplock_type is a bit
+ * set: a batch oplock is BATCH_OPLOCK|EXCLUSIVE_OPLOCK.
+ */
 static bool gf2_read_caching(const struct files_struct *fsp)
 {
-	switch (fsp->oplock_type) {
-	case EXCLUSIVE_OPLOCK:
-	case BATCH_OPLOCK:
-	case LEVEL_II_OPLOCK:
-		return true;
-	case LEASE_OPLOCK:
+	if (fsp->oplock_type == LEASE_OPLOCK) {
 		return fsp->lease != NULL &&
 		       (fsp->lease->lease.lease_state & SMB2_LEASE_READ);
-	default:
-		return false;
 	}
+	return EXCLUSIVE_OPLOCK_TYPE(fsp->oplock_type) ||
+	       LEVEL_II_OPLOCK_TYPE(fsp->oplock_type);
 }
 
 /*

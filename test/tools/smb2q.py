@@ -552,6 +552,12 @@ class Conn:
             rec = {'type': 'oplock', 'to': oplock_str(level), 't': t,
                    'acked': False}
             self.breaks.append(rec)
+            held = getattr(self, 'oplock_held', 'none')
+            self.oplock_held = 'none' if level == 0 else oplock_str(level)
+            if held not in ('exclusive', 'batch'):
+                # a level II oplock (or one this Conn's own create did not
+                # ask for: impacket's) is broken without an acknowledgement
+                return
             body = OPLOCK_ACK.pack(24, level, 0, 0, fid)
         else:
             return
@@ -673,8 +679,11 @@ class Conn:
         if oplock or lease_key:
             fid, self.granted = self.create(path, access, disp, oplock,
                                             lease_key)
+            self.oplock_held = self.granted[len('oplock '):] \
+                if self.granted.startswith('oplock ') else 'none'
             return fid
         self.granted = 'none'
+        self.oplock_held = 'none'
         self.quiet()
         # impacket's create() and close() are plain request/response calls
         # of charge 1 made with nothing of ours in flight; each response

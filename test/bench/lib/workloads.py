@@ -184,7 +184,9 @@ class Workloads:
         ok = rc == 0 and h.hexdigest() == r.get('sha256')
         res = {'ok': ok, 'mbps': r.get('write_MBps'),
                'seconds': r.get('write_seconds'), 'bytes': cfg.write_size,
-               'granted': r.get('granted')}
+               'granted': r.get('granted'),
+               'checked_bytes': cfg.write_size if ok else 0,
+               'checked_via': path}
         if not ok:
             res['error'] = 'smb2q exited %d, or the file differs' % rc
         return res
