@@ -70,7 +70,18 @@ _service()
 		# recovery runs, and an event script that outlives its timeout
 		# is killed with its process group.  The monitor event checks
 		# that smbd listens.
-		setsid $_nice /usr/sbin/smbd -D </dev/null >/dev/null 2>&1 &
+		# A clustered smbd that starts while another node's smbd claims
+		# the Samba version gives up ("Could not claim version", a g_lock
+		# POSSIBLE_DEADLOCK): it is started again, up to 5 times.
+		setsid sh -c '
+			for i in 1 2 3 4 5; do
+				'"$_nice"' /usr/sbin/smbd -D </dev/null >/dev/null 2>&1
+				sleep 3
+				if [ -r /run/samba/smbd.pid ] &&
+					kill -0 "$(cat /run/samba/smbd.pid)" 2>/dev/null; then
+					exit 0
+				fi
+			done' </dev/null >/dev/null 2>&1 &
 		;;
 	smbd:stop)
 		if [ -r /run/samba/smbd.pid ]; then
