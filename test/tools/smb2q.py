@@ -597,44 +597,32 @@ class Conn:
             s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
             disp, s3.FILE_NON_DIRECTORY_FILE, 64 + 56, len(name), ctx_off,
             len(ctx)) + buf
-        if self.credits < 1:
-            self.ensure_credits(1)
-        mid = self.send(RawPacket(s3.SMB2_CREATE, self.tid, body), 1)
-        self.pending[mid] = {'what': 'create'}
-        while mid in self.pending:
-            for rmid, status, frame, pos, end in self.recv_responses():
-                rq = self.pending.pop(rmid, None)
-                if rq is None:
-                    raise Failure('response to unknown message id %d' %
-                                  rmid)
-                if rq.get('what') == 'break_ack':
-                    self._break_ack_done(rq, status)
-                    continue
-                if status != STATUS_SUCCESS:
-                    raise Failure('create %r on share %r failed: %s' % (
-                        path, self.share, status_str(status)))
-                got = frame[pos + 66]
-                fid = bytes(frame[pos + 128:pos + 144])
-                coff, clen = struct.unpack_from('<II', frame, pos + 144)
-                granted = 'oplock ' + oplock_str(got)
-                if got == OPLOCK_LEVELS['lease']:
-                    granted = 'lease none'
-                    p = pos + coff
-                    while clen and p < end:
-                        nxt, noff, nlen, _r, doff, dlen = \
-                            struct.unpack_from('<IHHHHI', frame, p)
-                        if bytes(frame[p + noff:p + noff + nlen]) == b'RqLs':
-                            (st,) = struct.unpack_from('<I', frame,
-                                                       p + doff + 16)
-                            granted = 'lease ' + lease_str(st)
-                            self.lease_state = st
-                        if not nxt:
-                            break
-                        p += nxt
-                elif got == 0:
-                    granted = 'none'
-                return fid, granted
-        raise Failure('internal: create answered without a response')
+        status, frame, pos, end = self._exchange(s3.SMB2_CREATE, body,
+                                                 'create')
+        if status != STATUS_SUCCESS:
+            raise Failure('create %r on share %r failed: %s' % (
+                path, self.share, status_str(status)))
+        got = frame[pos + 66]
+        fid = bytes(frame[pos + 128:pos + 144])
+        coff, clen = struct.unpack_from('<II', frame, pos + 144)
+        granted = 'oplock ' + oplock_str(got)
+        if got == OPLOCK_LEVELS['lease']:
+            granted = 'lease none'
+            p = pos + coff
+            while clen and p < end:
+                nxt, noff, nlen, _r, doff, dlen = \
+                    struct.unpack_from('<IHHHHI', frame, p)
+                if bytes(frame[p + noff:p + noff + nlen]) == b'RqLs':
+                    (st,) = struct.unpack_from('<I', frame,
+                                               p + doff + 16)
+                    granted = 'lease ' + lease_str(st)
+                    self.lease_state = st
+                if not nxt:
+                    break
+                p += nxt
+        elif got == 0:
+            granted = 'none'
+        return fid, granted
 
     def ensure_credits(self, need):
         """ECHO until we hold `need` credits."""
@@ -714,12 +702,17 @@ class Conn:
         """One request of charge 1, answered (break acknowledgements are
         collected meanwhile).  Returns the NTSTATUS."""
         self.settle()
+        return self._exchange(command, body, what)[0]
+
+    def _exchange(self, command, body, what):
+        """Send one request of charge 1 and wait for its response, answering
+        break acknowledgements meanwhile: (status, frame, start, end)."""
         if self.credits < 1:
             self.ensure_credits(1)
         mid = self.send(RawPacket(command, self.tid, body), 1)
         self.pending[mid] = {'what': what}
         while True:
-            for rmid, status, _f, _p, _e in self.recv_responses():
+            for rmid, status, frame, pos, end in self.recv_responses():
                 rq = self.pending.pop(rmid, None)
                 if rq is None:
                     raise Failure('response to unknown message id %d' %
@@ -727,7 +720,7 @@ class Conn:
                 if rq.get('what') == 'break_ack':
                     self._break_ack_done(rq, status)
                     continue
-                return status
+                return status, frame, pos, end
 
     def flush(self, fid):
         """SMB2 FLUSH; returns the NTSTATUS."""
