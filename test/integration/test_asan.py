@@ -11,7 +11,8 @@ offending reports, whole) is shown on failure; everything it leaves is in
 .stack/asan/.
 
 Takes about 30-60 s (the first run also builds build-asan/, ~20 s).
-GF2_ASAN_PORT overrides the private smbd's port (4451).
+GF2_ASAN_PORT overrides the private smbd's port (by default the stack's
+plus its offset in gf2_private_smbd.PORT_SLOTS).
 """
 
 import os

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 from conftest import TOP
-from gf2_private_smbd import PrivateSmbd
+from gf2_private_smbd import PrivateSmbd, private_port
 
 NUMERIC_BAD = ['', 'abc', '-5', '0', '99999999999999999999999', '12Q']
 
@@ -83,8 +83,9 @@ for share in sys.argv[4:]:
 
 
 def test_every_option_bad_values(stack):
-    port = int(os.environ.get('GF2_BADOPT_PORT', '4484'))
-    srv = PrivateSmbd('badoptions', stack, first_port=port)
+    srv = PrivateSmbd('badoptions', stack,
+                      port=private_port(stack, 'badoptions',
+                                        'GF2_BADOPT_PORT'))
     base = [('vfs objects', 'glusterfs2'), ('path', '/'),
             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

@@ -8,8 +8,8 @@ close waits for the reads and writes in flight on a handle, and neither
 leave the copy with a handle that is gone nor free a file whose prefetch
 still has a reader waiting.
 
-A private smbd (first free port from 4621) serves the stack's volume as
-[cc] (glusterfs2 with prefetch, its default).  Gluster's debug/delay-gen
+A private smbd (the stack's port plus its own offset) serves the
+stack's volume as [cc] (glusterfs2 with prefetch, its default).  Gluster's debug/delay-gen
 translator delays every brick READ by 1 s, so that a copy of 16 chunks of
 64 KiB takes seconds, and the first chunk's read waits for the prefetch
 it starts.  The client sends the copy, then at once a CLOSE of
@@ -53,7 +53,7 @@ IOCTL_REQ = struct.Struct('<HHI16sIIIIIIII')    # 56 bytes
 
 @pytest.fixture(scope='module')
 def srv(stack, delayed):  # noqa: F811
-    s = PrivateSmbd('copychunkclose', stack, first_port=4621)
+    s = PrivateSmbd('copychunkclose', stack)
     s.write_conf([], [
         ('cc', [('vfs objects', 'glusterfs2'), ('path', '/'),
                 ('glusterfs2:volume', stack['GLUSTER_VOLUME']),

@@ -9,12 +9,12 @@
     option table of gf2_options.c and the options read by name), and
     README has no option table of its own but points to the page;
   - the manual page renders without groff or man warnings;
-  - standalone.conf works: a private smbd (127.0.0.1, its own port from
-    4460, directories in .stack/examples/, the stack's users) serves its
+  - standalone.conf works: a private smbd (127.0.0.1, the stack's port
+    plus its own offset, directories in .stack/examples/, the stack's users) serves its
     share, pointed at the stack's volume and server, and a file written
     with smbclient reads back with the same checksum, through SMB and on
     the volume's FUSE mount.  A few seconds.
-GF2_EXAMPLES_PORT overrides the first port tried.
+GF2_EXAMPLES_PORT overrides the private smbd's port.
 """
 
 import glob
@@ -27,7 +27,7 @@ import uuid
 import pytest
 
 from conftest import TOP
-from gf2_private_smbd import PrivateSmbd, parse_smb_conf, sha256_file
+from gf2_private_smbd import PrivateSmbd, private_port, parse_smb_conf, sha256_file
 
 EXAMPLES_DIR = os.path.join(TOP, 'smb.conf.examples')
 EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, '*.conf')))
@@ -187,8 +187,9 @@ def test_standalone_example_served(stack):
     assert len(shares) == 1, 'standalone.conf should have one share'
     share, items = shares[0]
 
-    first = int(os.environ.get('GF2_EXAMPLES_PORT', '4460'))
-    srv = PrivateSmbd('examples', stack, first_port=first)
+    srv = PrivateSmbd('examples', stack,
+                      port=private_port(stack, 'examples',
+                                        'GF2_EXAMPLES_PORT'))
     conf = srv.write_conf(glob_items, [(share, srv.adapt_share(items))],
                           header='smb.conf.examples/standalone.conf, share '
                           '[%s] on the stack volume %s' %

@@ -293,7 +293,6 @@ class TestPrefetchWaiters:
 
 # -- one smbd process, several volumes ---------------------------------
 
-PRIVATE_PORT_OFFSET = 1      # the private smbd listens on the stack's + 1
 FILE_FULL_DIRECTORY_INFORMATION = 2
 
 
@@ -348,9 +347,8 @@ def two_volume_smbd(stack, second_volume):
     [v1np] reads it without prefetch."""
     import gf2_private_smbd
     vol2, _mount2 = second_volume
-    srv = gf2_private_smbd.PrivateSmbd(
-        'hardening-cache', stack,
-        port=int(stack['SMB_PORT']) + PRIVATE_PORT_OFFSET)
+    # the port: the stack's plus its offset (gf2_private_smbd.PORT_SLOTS)
+    srv = gf2_private_smbd.PrivateSmbd('hardening-cache', stack)
     srv.write_conf([], [
         ('v1', gf2_share(stack, stack['GLUSTER_VOLUME'])),
         ('v2', gf2_share(stack, vol2)),
@@ -935,9 +933,7 @@ def test_xattr_list_batches_bounded(stack, tmpname):
     for i in range(300):
         open(os.path.join(d, 'e%03d' % i), 'wb').close()
     os.setxattr(os.path.join(d, 'e299'), 'user.last', b'x' * 20)
-    srv = gf2_private_smbd.PrivateSmbd(
-        'hardening-cache-log', stack,
-        port=int(stack['SMB_PORT']) + PRIVATE_PORT_OFFSET + 1)
+    srv = gf2_private_smbd.PrivateSmbd('hardening-cache-log', stack)
     conf = srv.write_conf([], [('v1', gf2_share(stack,
                                                 stack['GLUSTER_VOLUME']))])
     with open(conf) as f:

@@ -22,8 +22,8 @@ holds another at debug level ("call of uid U made while smbd holds uid
 V"); the test checks that line, so that a module which stops capturing
 the identity fails it.
 
-A private smbd (first free port from 4621) serves the stack's volume as
-[ida] glusterfs2 without prefetch, and [idb] the same with `force user =
+A private smbd (the stack's port plus its own offset) serves the
+stack's volume as [ida] glusterfs2 without prefetch, and [idb] the same with `force user =
 SMB_USER2`: one session, two tree connects, two identities.  A file of
 200000 bytes, mode 0600, belongs to SMB_USER.  Gluster's debug/delay-gen
 translator delays every brick READ by 1 s.  Through [ida] the test reads
@@ -101,7 +101,7 @@ def delayed(stack):
 
 @pytest.fixture(scope='module')
 def srv(stack, delayed):
-    s = PrivateSmbd('identasync', stack, first_port=4621)
+    s = PrivateSmbd('identasync', stack)
     g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
           ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
           ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

@@ -2,8 +2,8 @@
 write, with the module's default settings, as with the stock module and
 the local share.
 
-A private smbd (first free port from 4621) serves, all with Samba's
-default `posix locking = yes`: [g2def] glusterfs2 with no
+A private smbd (the stack's port plus its own offset) serves, all with
+Samba's default `posix locking = yes`: [g2def] glusterfs2 with no
 `glusterfs2:posix lock cache` set (the default), [g2cache] glusterfs2
 with `posix lock cache = 250` (the faster, documented trade), [stock]
 Samba's vfs_glusterfs, and [locallk] the default VFS on a local
@@ -26,7 +26,6 @@ from gf2_private_smbd import PrivateSmbd
 from test_bad_requests import STATUS
 from test_posix_locks import Holder, data_of, open_rw
 
-FIRST_PORT = 4621
 SIZE = 64 * 1024
 CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
 SHARES = ('g2def', 'g2cache', 'stock', 'locallk')
@@ -34,7 +33,7 @@ SHARES = ('g2def', 'g2cache', 'stock', 'locallk')
 
 @pytest.fixture(scope='module')
 def srv(stack):
-    s = PrivateSmbd('lockdefault', stack, first_port=FIRST_PORT)
+    s = PrivateSmbd('lockdefault', stack)
     host = stack.get('GLUSTER_HOST', 'localhost')
     g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
           ('glusterfs2:volume', stack['GLUSTER_VOLUME']),

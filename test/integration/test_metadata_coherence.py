@@ -12,9 +12,11 @@ rules (README "Metadata", vfs_glusterfs2(8)):
 
 Each test lists through connection B first, so that B's smbd process
 holds the listing's metadata, then changes things elsewhere and checks
-what B sees.  The tests use a private smbd (port 4492, loopback only)
-serving the stack's volume with the module named by GF2_MODULE
-(default glusterfs2), so that a build installed under another name
+what B sees.  The tests use a private smbd (loopback only, its port the
+stack's plus its offset, gf2_private_smbd.PORT_SLOTS; with upcalls
+another one, with an offset of its own; GF2_COHERENCE_PORT overrides:
+that port and the next) serving the stack's volume with the module named
+by GF2_MODULE (default glusterfs2), so that a build installed under another name
 (./waf configure --module-name) can be checked before it replaces the
 stack's module.
 """
@@ -30,7 +32,7 @@ import pytest
 import smbc
 
 from conftest import Smb, sha256
-from gf2_private_smbd import PrivateSmbd
+from gf2_private_smbd import PrivateSmbd, private_port
 
 BOUND = 1.0            # documented age bound, seconds
 MARGIN = 0.6           # scheduling slack on a loaded machine
@@ -57,14 +59,16 @@ def srv(stack, request):
     """The private smbd; param 'upcalls': the stack's volume with
     UPCALL_OPTIONS for the life of the fixture (reset afterwards)."""
     upcalls = request.param == 'upcalls'
-    port = int(os.environ.get('GF2_COHERENCE_PORT', '4492'))
     module = os.environ.get('GF2_MODULE', 'glusterfs2')
     vol = stack['GLUSTER_VOLUME']
     if upcalls:
         for k, v in UPCALL_OPTIONS:
             gluster('volume', 'set', vol, k, v)
-    s = PrivateSmbd('coherence-up' if upcalls else 'coherence', stack,
-                    first_port=port + 1 if upcalls else port)
+    name = 'coherence-up' if upcalls else 'coherence'
+    port = private_port(stack, name)
+    if os.environ.get('GF2_COHERENCE_PORT'):
+        port = int(os.environ['GF2_COHERENCE_PORT']) + (1 if upcalls else 0)
+    s = PrivateSmbd(name, stack, port=port)
     share = [('vfs objects', module), ('path', '/'),
              ('glusterfs2:volume', vol),
              ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

@@ -1,11 +1,12 @@
 """POSIX locks of other Gluster clients seen by SMB reads and writes.
 
-A private smbd (port 4486) serves shares with `posix locking = yes` (as
-the stack's shares do): [g2lk] glusterfs2 on the stack's volume
-with `glusterfs2:posix lock cache = 250`, [g2lk0] the same with the
-default (0, every check asks Gluster), and [locallk]
-Samba's default VFS on the stack's local directory.  smbd checks, before every read and write on a handle without a lease
-(strict locking = auto, posix locking = yes), whether another process
+A private smbd (the stack's port plus its own offset) serves shares with
+`posix locking = yes` (as the stack's shares do): [g2lk] glusterfs2 on
+the stack's volume with `glusterfs2:posix lock cache = 250`, [g2lk0] the
+same with the default (0, every check asks Gluster), and [locallk]
+Samba's default VFS on the stack's local directory.  smbd checks, before
+every read and write on a handle without a lease (strict locking =
+auto, posix locking = yes), whether another process
 holds a POSIX lock on the range (SMB_VFS_GETLOCK).  A process on the FUSE
 mount (another Gluster client) takes fcntl locks on a file; SMB reads and
 writes of the locked range through `glusterfs2` must fail with
@@ -33,7 +34,6 @@ import pytest
 from gf2_private_smbd import PrivateSmbd
 from test_bad_requests import Client, STATUS, s3
 
-PORT = 4486
 SHARES = ('g2lk', 'g2lk0', 'locallk')
 SIZE = 64 * 1024
 LOCK_CACHE_S = 0.25      # glusterfs2:posix lock cache of g2lk, seconds
@@ -75,7 +75,7 @@ def data_of(n):
 @pytest.fixture(scope='module')
 def srv(stack):
     """The private smbd; yields the stack's env pointed at it."""
-    s = PrivateSmbd('posixlocks', stack, port=PORT)
+    s = PrivateSmbd('posixlocks', stack)
     g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
           ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
           ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

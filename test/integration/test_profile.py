@@ -13,7 +13,7 @@ import subprocess
 import time
 import uuid
 
-from gf2_private_smbd import PrivateSmbd
+from gf2_private_smbd import PrivateSmbd, private_port
 
 
 def profile(conf):
@@ -31,8 +31,8 @@ def profile(conf):
 
 
 def test_smbstatus_profile_counts_async_io(stack, tmp_path):
-    port = int(os.environ.get('GF2_PROFILE_PORT', '4480'))
-    srv = PrivateSmbd('profile', stack, first_port=port)
+    srv = PrivateSmbd('profile', stack,
+                      port=private_port(stack, 'profile', 'GF2_PROFILE_PORT'))
     share = [('vfs objects', 'glusterfs2'), ('path', '/'),
              ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
              ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

@@ -10,7 +10,7 @@ SUBDIR/.snaps: a file's previous version there must be listed by
 without `shadow:mountpoint`, looks in the volume root's .snaps, where a
 different previous version is kept: the default still works.
 
-A private smbd (first free port from 4621) serves both.
+A private smbd (the stack's port plus its own offset) serves both.
 """
 
 import os
@@ -41,7 +41,7 @@ def srv(stack):
             os.chmod(os.path.join(root, n), 0o777)
     os.chmod(os.path.join(fuse, sub), 0o777)
 
-    s = PrivateSmbd('shadowmp', stack, first_port=4621)
+    s = PrivateSmbd('shadowmp', stack)
     g2 = [('vfs objects', 'shadow_copy2 glusterfs2'), ('path', '/' + sub),
           ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
           ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',

@@ -86,7 +86,7 @@ def layout(stack):
 @pytest.fixture(scope='module')
 def srv(stack, layout):
     tag, roots = layout
-    s = PrivateSmbd('symlinkswap', stack, first_port=4621)
+    s = PrivateSmbd('symlinkswap', stack)
     s.write_conf([], [
         ('swap', [('vfs objects', 'glusterfs2'), ('path', '/' + tag),
                   ('glusterfs2:volume', stack['GLUSTER_VOLUME']),

@@ -1,7 +1,7 @@
 """Large writes never spin in smbd's main loop.
 
-  - test_transport_bound_to_libglusterfs: a private smbd (port from
-    GF2_TRANSPORT_PORT, 4496) run with the dynamic linker's binding log
+  - test_transport_bound_to_libglusterfs: a private smbd (the stack's
+    port plus its own offset, or GF2_TRANSPORT_PORT) run with the dynamic linker's binding log
     (LD_DEBUG=bindings) serves one tree connect to a glusterfs2 share;
     Gluster's socket transport (rpc-transport/socket.so) must have bound
     sys_writev to libglusterfs, not to Samba's libsys-rw;
@@ -39,7 +39,7 @@ import time
 
 import pytest
 
-from gf2_private_smbd import PrivateSmbd
+from gf2_private_smbd import PrivateSmbd, private_port
 
 PUT_MB = 256
 MAX_FAILED = 2 * (PUT_MB // 8)
@@ -150,8 +150,9 @@ class BindingLogSmbd(PrivateSmbd):
 
 
 def test_transport_bound_to_libglusterfs(stack):
-    port = int(os.environ.get('GF2_TRANSPORT_PORT', '4496'))
-    srv = BindingLogSmbd('transport', stack, first_port=port)
+    srv = BindingLogSmbd('transport', stack,
+                         port=private_port(stack, 'transport',
+                                           'GF2_TRANSPORT_PORT'))
     for old in glob.glob(os.path.join(srv.dir, 'ld.*')):
         os.unlink(old)
     module = os.environ.get('GF2_TRANSPORT_MODULE', 'glusterfs2')
