@@ -50,30 +50,39 @@ def _connect_fails(stack, share):
         c.listdir('')
 
 
+def late_volume(stack):
+    """The volume [gf2-novolume] names, which does not exist until
+    test_unknown_volume_then_created creates it: the stack's own (its
+    volume's name + "late", test/lib/stack/smbconf.sh), so that stacks
+    side by side never share it."""
+    return stack['GLUSTER_VOLUME'] + 'late'
+
+
 def test_unknown_volume_then_created(stack, tmp_path):
+    late = late_volume(stack)
     offsets = _log_offsets(stack)
     _connect_fails(stack, 'gf2-novolume')
-    assert any('volume gf2late unavailable from volfile servers' in line
-               for line in _log_lines(stack, 'gf2late', offsets)), \
+    assert any('volume %s unavailable from volfile servers' % late in line
+               for line in _log_lines(stack, late, offsets)), \
         'no log line naming volume and servers'
 
     # the other shares keep working
     assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)
 
     # the volume appears: the next connect succeeds
-    brick = os.path.join(stack['STACK_DIR'], 'bricks', 'gf2late', 'b1')
+    brick = os.path.join(stack['STACK_DIR'], 'bricks', late, 'b1')
     shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
     os.makedirs(brick)
     host = socket.gethostname()
     g = ['gluster', '--mode=script']
     try:
-        subprocess.run(g + ['volume', 'create', 'gf2late',
+        subprocess.run(g + ['volume', 'create', late,
                             '%s:%s' % (host, brick), 'force'], check=True,
                        stdout=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'set', 'gf2late',
+        subprocess.run(g + ['volume', 'set', late,
                             'server.allow-insecure', 'on'], check=True,
                        stdout=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'start', 'gf2late'], check=True,
+        subprocess.run(g + ['volume', 'start', late], check=True,
                        stdout=subprocess.DEVNULL)
         os.chmod(brick, 0o1777)
         deadline = time.time() + 30
@@ -89,9 +98,9 @@ def test_unknown_volume_then_created(stack, tmp_path):
                     raise
                 time.sleep(1)
     finally:
-        subprocess.run(g + ['volume', 'stop', 'gf2late', 'force'],
+        subprocess.run(g + ['volume', 'stop', late, 'force'],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'delete', 'gf2late'],
+        subprocess.run(g + ['volume', 'delete', late],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
 

@@ -235,11 +235,12 @@ write_smb_conf() {
 	guest ok = no
 
 # Shares that must fail their tree connects cleanly (bad-input tests).
-# gf2late names a volume that does not exist until a test creates it.
+# ${vol}late names a volume that does not exist until a test creates it
+# (test_bad_volumes.py: GLUSTER_VOLUME + "late", this stack's own).
 [gf2-novolume]
 	vfs objects = $g2
 	path = /
-	glusterfs2:volume = gf2late
+	glusterfs2:volume = ${vol}late
 	glusterfs2:volfile_server = $host
 	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
 	read only = no
