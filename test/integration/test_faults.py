@@ -1,18 +1,18 @@
 """Faults under a glusterfs2 share: nothing is lost.
 
-Everything here runs on a volume of its own, gf2fault (replica 3, three
-bricks under .stack/bricks/gf2fault/, `force`), served by a private smbd
-(gf2_private_smbd.PrivateSmbd, 127.0.0.1, port 4490 or the first free one
-after it; GF2_FAULT_PORT overrides) with these shares:
+Everything here runs on a volume of its own, VOLfault (replica 3, three
+bricks under .stack/bricks/VOLfault/, `force`), served by a private smbd
+(gf2_private_smbd.PrivateSmbd, 127.0.0.1, the stack's port plus its own
+offset; GF2_FAULT_PORT overrides) with these shares:
 
-    [fault]       glusterfs2 on gf2fault
-    [faultstock]  Samba's stock vfs_glusterfs on gf2fault (control only)
-    [other]       glusterfs2 on the stack's volume (gf2test)
+    [fault]       glusterfs2 on VOLfault
+    [faultstock]  Samba's stock vfs_glusterfs on VOLfault (control only)
+    [other]       glusterfs2 on the stack's volume VOL
 
-The volume is gf2fault beside the default stack, and <volume>fault beside
-a stack whose volume GF2_STACK_VOLUME names (gf2toolfault for gf2tool), so
-that the suites of two checkouts do not share it; GF2_FAULT_VOLUME
-overrides.  The module fixture deletes such a volume left by an
+VOL is the stack's volume (GLUSTER_VOLUME: gf2test, or what
+GF2_STACK_VOLUME names), so gf2testfault beside the default stack and
+gf2toolfault beside a stack on gf2tool: the suites of two checkouts do
+not share it; GF2_FAULT_VOLUME overrides.  The module fixture deletes such a volume left by an
 interrupted run of this checkout (bricks under this checkout's
 .stack/bricks/), refuses one whose bricks are elsewhere (another
 checkout's run), and its finalizer stops the private smbd, stops and
@@ -34,8 +34,8 @@ Volume options set (on top of gluster's defaults) and why:
     keep the volume writable, so one brick can be down at a time.
   - server.allow-insecure on (smbd's gfapi client uses unprivileged
     ports as the stack's volume does).
-  - Self-heal is triggered with `gluster volume heal gf2fault` and waited
-    for by polling `heal gf2fault info` down to 0 entries on every brick
+  - Self-heal is triggered with `gluster volume heal VOLfault` and waited
+    for by polling `heal VOLfault info` down to 0 entries on every brick
     (bounded by HEAL_TIMEOUT), instead of waiting for the self-heal
     daemon's 10-minute crawl.
 
@@ -55,10 +55,10 @@ The tests (each prints its timings; run pytest with -s to see them):
      on [fault]; glusterd is stopped and started again (logged to
      /tmp/gf2-glusterd-restarts.log); the open file keeps being written and
      read with checksums, and new tree connects ([fault], [other]) succeed
-     afterwards.  Finally every brick of gf2test (the stack's volume) is
-     checked online (`volume start gf2test force` if one is not).
+     afterwards.  Finally every brick of VOL (the stack's volume) is
+     checked online (`volume start VOL force` if one is not).
   3. test_volume_stopped_under_open_share: one SMB connection with a tree
-     connect to [fault] and a file open; `volume stop gf2fault force`;
+     connect to [fault] and a file open; `volume stop VOLfault force`;
      a read and a write on the open file, a listing and an open each fail
      within BOUND_SECS with STATUS_ACCESS_DENIED (gfapi fails them with
      ENOTCONN at once, the bricks' connections being closed; Samba's errno
@@ -80,8 +80,8 @@ The tests (each prints its timings; run pytest with -s to see them):
 Measured on the 2-core development machine under load from other work
 (load average 11-13): the whole file about 6 minutes; test 1 about 2
 minutes, 2 and 3 about 10 s each, 4 about 2.5 minutes, 5 about 40 s.
-Environment: GF2_FAULT_VOLUME (gf2fault, see above), GF2_FAULT_PORT
-(4490), GF2_FAULT_BIG (bytes of the brick-kill
+Environment: GF2_FAULT_VOLUME (VOLfault, see above), GF2_FAULT_PORT
+(see above), GF2_FAULT_BIG (bytes of the brick-kill
 files, 1 GiB), GF2_FAULT_CONNECTIONS and GF2_FAULT_PER_CONNECTION (50 and
 200), GF2_FAULT_STOCK_CONNECTIONS (5).
 """
@@ -101,7 +101,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from gf2_private_smbd import PrivateSmbd, sha256_file
+from gf2_private_smbd import PrivateSmbd, private_port, sha256_file
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -118,13 +118,20 @@ except ImportError as e:
 else:
     IMPORT_ERROR = None
 
-VOLUME = os.environ.get('GF2_FAULT_VOLUME') or (
-    'gf2fault' if os.environ.get('GF2_STACK_VOLUME', 'gf2test') == 'gf2test'
-    else os.environ['GF2_STACK_VOLUME'] + 'fault')
+
+def fault_volume(stack):
+    """The suite's volume: the stack's volume + 'fault' (see above)."""
+    return os.environ.get('GF2_FAULT_VOLUME') or \
+        stack['GLUSTER_VOLUME'] + 'fault'
+
+
+VOLUME = None           # fault_volume(stack), set by the fault fixture
+
 PING_TIMEOUT = 5
 BOUND_SECS = 4 * PING_TIMEOUT
 HEAL_TIMEOUT = 300
 OLD_RECOVERY_SECS = 30
+# One log for the machine, not per stack: glusterd is every stack's.
 RESTART_LOG = '/tmp/gf2-glusterd-restarts.log'
 KiB = 1 << 10
 MiB = 1 << 20
@@ -513,6 +520,8 @@ class Fault:
 
 @pytest.fixture(scope='module')
 def fault(stack, request):
+    global VOLUME
+    VOLUME = fault_volume(stack)
     f = Fault()
     f.env = stack
     f.host = socket.gethostname()
@@ -540,8 +549,8 @@ def fault(stack, request):
     gl('volume', 'start', VOLUME)
     wait_bricks_online(VOLUME, f.bricks)
 
-    port = int(os.environ.get('GF2_FAULT_PORT', '4490'))
-    srv = PrivateSmbd('fault', stack, first_port=port)
+    srv = PrivateSmbd('fault', stack,
+                      port=private_port(stack, 'fault', 'GF2_FAULT_PORT'))
     common = [('path', '/'), ('kernel share modes', 'no'),
               ('kernel oplocks', 'no'), ('read only', 'no')]
     server = stack.get('GLUSTER_HOST', 'localhost')
@@ -734,7 +743,7 @@ def test_glusterd_restart_during_session(fault, stack):
         c.drop()
     finally:
         # every volume that was online before is online again (the stack's
-        # gf2test first)
+        # volume first)
         for vol in [stack['GLUSTER_VOLUME']] + \
                 [v for v in was_online if v != stack['GLUSTER_VOLUME']]:
             if vol in was_online and volume_exists(vol):
