@@ -48,9 +48,9 @@ ASAN_DESELECT = {
     'RTLD_DEEPBIND and a deep-bound library would not see its allocator; '
     'gf2_transport.c), so under ASan large writes still spin',
     'test_package.py': 'checks the Debian package: installs it with dpkg -i '
-    'and asserts that smbd maps exactly the packaged glusterfs2.so; the '
-    'sanitizer build is not what the package ships, and the test replaces '
-    'MODULESDIR/vfs/glusterfs2.so for every smbd on the machine',
+    '(in a mount namespace of its own) and asserts that smbd maps exactly '
+    'the packaged glusterfs2.so; the sanitizer build is not what the '
+    'package ships',
 }
 # Checks that run in sanitizer mode but are not asserted there, and why.
 ASAN_RELAXED = {

@@ -204,6 +204,10 @@ class PrivateSmbd:
         self.conf = os.path.join(self.dir, 'smb.conf')
         self.port = port if port is not None else private_port(env, name)
         self.proc = None
+        # A command smbd is started under, which must exec it (so that the
+        # process started is smbd's main process): test_package.py's
+        # nsenter into a mount namespace of its own.
+        self.wrap = []
         os.makedirs(self.dir, exist_ok=True)
         # sanitizer mode of the stack (test/stack up --asan)
         self.sanitize = bool(env.get('SANITIZE'))
@@ -380,7 +384,8 @@ class PrivateSmbd:
         # Its own session: on SIGTERM the smbd parent signals its whole
         # process group.
         self.proc = subprocess.Popen(
-            ['smbd', '--foreground', '--no-process-group', '-s', self.conf],
+            self.wrap + ['smbd', '--foreground', '--no-process-group', '-s',
+                         self.conf],
             stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
             env=self.smbd_env(), start_new_session=True)
         out.close()

@@ -1,5 +1,6 @@
 """The Debian package samba-vfs-glusterfs2: build, install,
-serve, remove, and the developer's module put back.
+serve and remove, in a mount namespace of its own, so that the module the
+machine's smbds load is never touched.
 
   1. build-deb/samba-vfs-glusterfs2_*.deb is reused when it is newer than
      every file that goes into the package (source/, include/, wscript,
@@ -8,30 +9,34 @@ serve, remove, and the developer's module put back.
      Its control fields and contents are checked: Depends on exactly the
      installed samba version and on libgfapi0, the module in
      MODULESDIR/vfs, the manual page, every example configuration.
-  2. MODULESDIR/vfs/glusterfs2.so (the module the shared stack uses) is
-     copied aside, `dpkg -i` installs the package, and the file is checked
-     to be the packaged one (dpkg -S, byte-identical to the .deb's).
-  3. A private smbd (127.0.0.1, its own port from 4470, directories in
-     .stack/pkg/, the stack's users; started before the install) serves
-     standalone.conf's share on the stack's volume: a file is written and
-     read back with checksums through python3-smbc, and the smbd process
-     serving the connection is checked to have exactly the installed file
-     mapped (same inode).
-  4. `dpkg -r` removes the package (the module file is gone, dpkg no
-     longer lists the package), and in a `finally` the saved module is put
-     back (atomic rename, same bytes, mode and mtime) and compared with
-     cmp; then the private smbd is stopped.
+  2. A private mount namespace (PackageRoot: a `sleep` started by
+     `unshare --mount`, entered with nsenter) gets overlays on /usr and
+     /var, their changes kept in the test's temporary directory: there
+     `dpkg -i` installs the package, and MODULESDIR/vfs/glusterfs2.so is
+     checked to be the packaged file (dpkg -S, byte-identical to the
+     .deb's).  dpkg's database, the installed files and the manual page
+     index change only inside the namespace.
+  3. A private smbd started in that namespace (127.0.0.1, the stack's
+     port plus its own offset, directories in .stack/pkg/, the stack's
+     users; started before the install) serves standalone.conf's share on
+     the stack's volume: a file is written and read back with checksums
+     through python3-smbc, and the smbd process serving the connection is
+     checked to have exactly the installed file mapped (same inode).
+  4. `dpkg -r` removes the package in the namespace (the module file is
+     gone, dpkg no longer lists the package); the private smbd is stopped
+     and the namespace goes with its last process.  MODULESDIR/vfs/
+     glusterfs2.so as the rest of the machine sees it is compared with a
+     copy taken before the install (same bytes, mode and mtime).
 
-Steps 2-4 replace the module other tests use: they take a few seconds,
-run under a lock (.stack/pkg/.lock), and always restore the module.  An
-smbd of the shared stack that connects a share in that window loads the
-packaged build of the same sources.  Needs root; skipped when the package
-is already installed on this machine (the test would remove it).
-GF2_PKG_PORT overrides the first port tried; GF2_SKIP_PACKAGE_TEST=1 skips
-the test.
+So the module that the stacks' smbds load (the shared glusterfs2.so of
+whichever checkout installed it) is never replaced, not even for a
+moment, and two checkouts can run this test at once.  Needs root (mount
+namespaces, overlays, dpkg); skipped when the package is installed on
+this machine (dpkg -i would then upgrade it, and the machine's view of the
+module is the packaged one).  GF2_PKG_PORT overrides the private smbd's
+port; GF2_SKIP_PACKAGE_TEST=1 skips the test.
 """
 
-import fcntl
 import filecmp
 import glob
 import os
@@ -44,7 +49,7 @@ import uuid
 import pytest
 
 from conftest import TOP, Smb, sha256
-from gf2_private_smbd import PrivateSmbd, parse_smb_conf
+from gf2_private_smbd import PrivateSmbd, private_port, parse_smb_conf
 
 PKG = 'samba-vfs-glusterfs2'
 OUT = os.path.join(TOP, 'build-deb')
@@ -106,17 +111,70 @@ def get_deb():
     return deb, 'built by scripts/build-deb in %.0f s' % took
 
 
-def restore(target, saved, existed, mode_mtime):
-    """Put the saved module back in place (atomic), or remove a file that
-    was not there before."""
-    if existed:
-        tmp = '%s.gf2restore.%d' % (target, os.getpid())
-        shutil.copyfile(saved, tmp)
-        os.chmod(tmp, mode_mtime[0])
-        os.utime(tmp, ns=(mode_mtime[1], mode_mtime[1]))
-        os.rename(tmp, target)
-    elif os.path.exists(target):
-        os.unlink(target)
+class PackageRoot:
+    """A mount namespace of its own whose /usr and /var are overlays of
+    the machine's (their upper layers in DIR): what dpkg does there, the
+    machine never sees.  Its first process is a `sleep` started by
+    `unshare --mount`; commands enter it with nsenter (cmd), files are
+    reached from outside through /proc/PID/root (path), and it goes when
+    its last process ends (close)."""
+
+    OVERLAID = ('/usr', '/var')
+
+    def __init__(self, d):
+        self.dir = d
+        self.holder = subprocess.Popen(
+            ['unshare', '--mount', '--propagation', 'private', '--',
+             'sleep', 'infinity'])
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self):
+        ours = os.readlink('/proc/self/ns/mnt')
+        deadline = time.time() + 10
+        while True:
+            try:
+                if os.readlink('/proc/%d/ns/mnt' % self.holder.pid) != \
+                        ours:
+                    break
+            except OSError:
+                pass
+            assert self.holder.poll() is None and time.time() < deadline, \
+                'unshare --mount did not start a mount namespace'
+            time.sleep(0.05)
+        for i, lower in enumerate(self.OVERLAID):
+            upper = os.path.join(self.dir, 'upper%d' % i)
+            work = os.path.join(self.dir, 'work%d' % i)
+            os.makedirs(upper)
+            os.makedirs(work)
+            p = run(self.cmd('mount', '-t', 'overlay', 'overlay', '-o',
+                             'lowerdir=%s,upperdir=%s,workdir=%s' % (
+                                 lower, upper, work), lower))
+            assert p.returncode == 0, 'overlay on %s: %s' % (lower, p.stdout)
+
+    def cmd(self, *args):
+        return ['nsenter', '-t', str(self.holder.pid), '-m', '--'] + \
+            list(args)
+
+    def run(self, *args, timeout=300):
+        return run(self.cmd(*args), timeout=timeout)
+
+    def path(self, p):
+        return '/proc/%d/root%s' % (self.holder.pid, p)
+
+    def close(self):
+        if self.holder.poll() is None:
+            self.holder.kill()
+        self.holder.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def dpkg_status_in(root, pkg):
+    p = root.run('dpkg-query', '-W', '-f=${db:Status-Abbrev}', pkg)
+    return p.stdout.strip() if p.returncode == 0 else ''
 
 
 @pytest.mark.skipif(os.environ.get('GF2_SKIP_PACKAGE_TEST') == '1',
@@ -165,16 +223,16 @@ def test_package_build_install_serve_remove(stack, tmp_path):
                                            'standalone.conf'))
     share, items = [(n, i) for n, i in sections if n != 'global'][0]
     srv = PrivateSmbd('pkg', stack,
-                      first_port=int(os.environ.get('GF2_PKG_PORT', '4470')))
+                      port=private_port(stack, 'pkg', 'GF2_PKG_PORT'))
+    # the packaged module's name, whichever module the stack serves
+    srv.module = 'glusterfs2'
     srv.write_conf(dict(sections).get('global', []),
                    [(share, srv.adapt_share(items))],
                    header='test_package.py: standalone.conf served by the '
                    'packaged module')
 
-    os.makedirs(srv.dir, exist_ok=True)
-    lockf = open(os.path.join(srv.dir, '.lock'), 'w')
-    fcntl.flock(lockf, fcntl.LOCK_EX)
-    saved = os.path.join(srv.dir, 'glusterfs2.so.saved')
+    # the machine's module, to compare with afterwards
+    saved = str(tmp_path / 'glusterfs2.so.saved')
     existed = os.path.exists(target)
     mode_mtime = None
     orig_sha = None
@@ -186,27 +244,29 @@ def test_package_build_install_serve_remove(stack, tmp_path):
         with open(saved, 'rb') as f:
             orig_sha = sha256(f.read())
 
-    srv.start()
+    root = PackageRoot(str(tmp_path / 'root'))
     installed = False
     timings = {}
     removed_rc = None
-    gone = listed_after = None
+    gone = listed_after = man_after = None
     d = 'pytest-pkg-%s' % uuid.uuid4().hex[:10]
     try:
+        srv.wrap = root.cmd()
+        srv.start()
         # 2. install
         t0 = time.time()
-        p = run(['dpkg', '-i', deb], timeout=300)
+        p = root.run('dpkg', '-i', deb)
         timings['dpkg -i'] = time.time() - t0
-        installed = p.returncode == 0 or dpkg_status(PKG) != ''
+        installed = p.returncode == 0 or dpkg_status_in(root, PKG) != ''
         assert p.returncode == 0, 'dpkg -i failed:\n' + p.stdout
-        owner = run(['dpkg', '-S', target]).stdout.strip()
+        owner = root.run('dpkg', '-S', target).stdout.strip()
         assert owner == '%s: %s' % (PKG, target), owner
-        assert filecmp.cmp(target, packaged_so, shallow=False), \
+        assert filecmp.cmp(root.path(target), packaged_so, shallow=False), \
             '%s is not the packaged file' % target
-        listed = run(['dpkg', '-L', PKG]).stdout.split()
+        listed = root.run('dpkg', '-L', PKG).stdout.split()
         assert '/usr/share/man/man8/vfs_glusterfs2.8.gz' in listed
-        assert os.path.isfile('/usr/share/doc/%s/examples/standalone.conf'
-                              % PKG)
+        assert os.path.isfile(root.path(
+            '/usr/share/doc/%s/examples/standalone.conf' % PKG))
 
         # 3. serve
         t0 = time.time()
@@ -218,7 +278,7 @@ def test_package_build_install_serve_remove(stack, tmp_path):
             back = c.read(d + '/file')
             assert sha256(back) == sha256(data), 'read back differs'
             # the connection's smbd has the installed file mapped
-            st = os.stat(target)
+            st = os.stat(root.path(target))
             mapped = []
             for pid in srv.client_children():
                 try:
@@ -238,26 +298,29 @@ def test_package_build_install_serve_remove(stack, tmp_path):
             c.close()
             timings['serve'] = time.time() - t0
     finally:
-        # 4. remove, restore
-        if installed:
-            t0 = time.time()
-            p = run(['dpkg', '-r', PKG], timeout=300)
-            timings['dpkg -r'] = time.time() - t0
-            removed_rc = (p.returncode, p.stdout)
-            gone = not os.path.exists(target)
-            listed_after = dpkg_status(PKG)
-        restore(target, saved, existed, mode_mtime)
-        srv.stop()
-        shutil.rmtree(os.path.join(stack['FUSE_MOUNT'], d),
-                      ignore_errors=True)
-        fcntl.flock(lockf, fcntl.LOCK_UN)
-        lockf.close()
-        print('timings: %s' % ', '.join('%s %.1f s' % kv
-                                        for kv in timings.items()))
+        # 4. remove
+        try:
+            if installed:
+                t0 = time.time()
+                p = root.run('dpkg', '-r', PKG)
+                timings['dpkg -r'] = time.time() - t0
+                removed_rc = (p.returncode, p.stdout)
+                gone = not os.path.exists(root.path(target))
+                listed_after = dpkg_status_in(root, PKG)
+                man_after = os.path.exists(root.path(
+                    '/usr/share/man/man8/vfs_glusterfs2.8.gz'))
+            srv.stop()
+        finally:
+            root.close()
+            shutil.rmtree(os.path.join(stack['FUSE_MOUNT'], d),
+                          ignore_errors=True)
+            print('timings: %s' % ', '.join('%s %.1f s' % kv
+                                            for kv in timings.items()))
 
+    # the machine's module was never touched
     if existed:
         assert run(['cmp', saved, target]).returncode == 0, \
-            'the restored %s differs from the saved one' % target
+            'the machine\'s %s differs from the saved one' % target
         with open(target, 'rb') as f:
             assert sha256(f.read()) == orig_sha
         st = os.stat(target)
@@ -269,5 +332,6 @@ def test_package_build_install_serve_remove(stack, tmp_path):
     assert gone, 'dpkg -r left %s behind' % target
     assert not listed_after.startswith('ii'), \
         'dpkg still lists %s: %s' % (PKG, listed_after)
+    assert not man_after
     assert not os.path.exists('/usr/share/man/man8/vfs_glusterfs2.8.gz')
     assert not srv.our_processes(), 'the private smbd did not stop'
