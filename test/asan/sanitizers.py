@@ -3,9 +3,9 @@
 integration tests' private smbds (test/integration/gf2_private_smbd.py):
 
   - the sanitizer build of the module (build-asan/, registered and
-    installed as MODULESDIR/vfs/glusterfs2_asan.so, never touching
-    glusterfs2.so), rebuilt only when older than source/, include/,
-    wscript;
+    installed as MODULESDIR/vfs/glusterfs2_asan.so, NAME_asan.so with
+    GF2_STACK_MODULE=NAME, never touching glusterfs2.so), rebuilt only
+    when older than source/, include/, wscript;
   - the environment of an smbd with libasan preloaded (reports per
     process into a directory, symbolized afterwards);
   - reading the reports: symbolization with addr2line and the
@@ -45,7 +45,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 BUILD_DIR = os.path.join(TOP, 'build-asan')
 WAFLOCK = '.lock-waf-asan'
-MODULE = 'glusterfs2_asan'
+# The stack's module name (GF2_STACK_MODULE, as test/stack reads it) with
+# _asan: a checkout that serves its own build under another name installs
+# its own sanitizer module too, and leaves glusterfs2_asan.so to the stacks
+# that serve glusterfs2.so.
+MODULE = (os.environ.get('GF2_STACK_MODULE') or 'glusterfs2') + '_asan'
 
 
 def _log(msg=''):
@@ -100,7 +104,8 @@ def build_module(logdir, log=None):
         if not os.path.exists(cache) or \
                 not os.path.exists(os.path.join(TOP, WAFLOCK)) or \
                 os.path.getmtime(cache) < os.path.getmtime(
-                    os.path.join(TOP, 'wscript')):
+                    os.path.join(TOP, 'wscript')) or \
+                "MODULE_NAME = '%s'\n" % MODULE not in open(cache).read():
             log('build: configuring build-asan/')
             if waf(['configure', '--out=' + BUILD_DIR,
                     '--sanitize=address,undefined',
@@ -120,7 +125,7 @@ def modulesdir():
 
 
 def install_module(so):
-    """MODULESDIR/vfs/glusterfs2_asan.so, replaced atomically (a process
+    """MODULESDIR/vfs/MODULE.so, replaced atomically (a process
     that has the old file mapped keeps it)."""
     dest = os.path.join(modulesdir(), 'vfs', MODULE + '.so')
     if os.path.exists(dest) and filecmp.cmp(so, dest, shallow=False):
