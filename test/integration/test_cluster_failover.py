@@ -131,15 +131,17 @@ def serves(cl, addr):
         return False
 
 
-def host_veth(n):
-    return 'gf2cl%dh' % n  # the host end of node n's veth (test/cluster)
+def host_veth(cl, n):
+    """The host end of node n's veth (test/cluster env HOST_VETHS)."""
+    return cl['HOST_VETHS'].split()[n - 1]
 
 
 def restore(cl, how, n):
     if how == 'disable':
         gf2_cluster.on_node(n, 'ctdb', 'enable')
     elif how == 'cutoff':
-        subprocess.run(['ip', 'link', 'set', host_veth(n), 'up'], check=True)
+        subprocess.run(['ip', 'link', 'set', host_veth(cl, n), 'up'],
+                       check=True)
     # `up` restarts a node that is down and waits for every node OK
     p = gf2_cluster.run(gf2_cluster.CLUSTER, 'up', '--nodes', cl['NODES'],
                         timeout=600, check=False)
@@ -161,7 +163,8 @@ def fail_node(cl, how, n):
     elif how == 'cutoff':
         # The cable, not the node's own interface: CTDB's 10.interface
         # sets a link that is administratively down up again.
-        subprocess.run(['ip', 'link', 'set', host_veth(n), 'down'], check=True)
+        subprocess.run(['ip', 'link', 'set', host_veth(cl, n), 'down'],
+                       check=True)
 
 
 @pytest.mark.parametrize('how', ['disable', 'kill', 'cutoff'])

@@ -11,18 +11,33 @@ STATE=$CL/state
 FUSE=$CL/fuse
 BRICKROOT=$CL/bricks
 
-# The cluster's network: one bridge, one namespace per node.
-BRIDGE=gf2cl0
-NET_PREFIX=10.251.0
+# The names and addresses of the cluster follow the stack of the same
+# checkout (GF2_STACK_PORT and GF2_STACK_VOLUME, as test/stack reads them),
+# so that the clusters of two stacks on one machine never share a bridge,
+# a namespace, an address or a volume: CL_ID is the stack's port.
+CL_ID=${GF2_STACK_PORT:-4450}
+case $CL_ID in
+[1-9] | [1-9][0-9] | [1-9][0-9][0-9] | [1-9][0-9][0-9][0-9] | [1-9][0-9][0-9][0-9][0-9]) ;;
+*) echo "test/cluster: GF2_STACK_PORT=$CL_ID: a port number" >&2; exit 2 ;;
+esac
+STACK_VOLUME=${GF2_STACK_VOLUME:-gf2test}
+
+# The cluster's network: one bridge, one namespace per node.  Interface
+# names stay within Linux's 15 characters (gf2cl65535, gf2c65535n4h).
+# The /24 is 10.251.(port mod 256); GF2_CLUSTER_NET (three octets)
+# overrides it, for two stacks whose ports differ by a multiple of 256
+# (`up` refuses a /24 that is already on another interface).
+BRIDGE=gf2cl$CL_ID
+NET_PREFIX=${GF2_CLUSTER_NET:-10.251.$((CL_ID % 256))}
 HOST_IP=$NET_PREFIX.1
-NS_PREFIX=gf2cl-node
+NS_PREFIX=gf2cl$CL_ID-node
 # The node's end of its veth pair, the same name in every namespace (so
 # that every node has the same public_addresses file).
 NODE_IF=eth0
 MAX_NODES=4
 
-VOLUME=gf2cl            # the data volume (replica 3)
-LOCK_VOLUME=gf2cl-lock  # the cluster lock's volume (replica 3)
+VOLUME=${STACK_VOLUME}cl            # the data volume (replica 3)
+LOCK_VOLUME=${STACK_VOLUME}cl-lock  # the cluster lock's volume (replica 3)
 LOCK_PATH=/.ctdb.lock
 # the module the nodes load: the checkout's own build, as test/stack serves it
 MODULE=${GF2_CLUSTER_MODULE:-${GF2_STACK_MODULE:-glusterfs2}}
@@ -37,7 +52,10 @@ node_ip() { echo "$NET_PREFIX.$((10 + $1))"; }
 public_ip() { echo "$NET_PREFIX.$((100 + $1))"; }
 node_ns() { echo "$NS_PREFIX$1"; }
 node_dir() { echo "$CL/node$1"; }
-host_veth() { echo "gf2cl$1h"; }
+host_veth() { echo "gf2c${CL_ID}n$1h"; }
+# The node's end while it is still on the host, before it moves into the
+# node's namespace and is renamed NODE_IF.
+node_veth() { echo "gf2c${CL_ID}n$1n"; }
 
 log() { echo "cluster: $*"; }
 warn() { echo "cluster: WARNING: $*" >&2; }

@@ -4,6 +4,11 @@
 # Sourced by test/cluster (after common.sh).
 
 ensure_bridge() {
+	local other
+	other=$(ip -4 -o addr show to "$NET_PREFIX.0/24" | awk -v b="$BRIDGE" '$2 != b {print $2}')
+	if [ -n "$other" ]; then
+		die "$NET_PREFIX.0/24 is already on $other (another stack's cluster?): set GF2_CLUSTER_NET to three other octets"
+	fi
 	if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
 		log "creating bridge $BRIDGE ($HOST_IP/24)"
 		ip link add "$BRIDGE" type bridge
@@ -15,9 +20,10 @@ ensure_bridge() {
 }
 
 ensure_ns() { # N
-	local n=$1 ns hv ip
+	local n=$1 ns hv nv ip
 	ns=$(node_ns "$n")
 	hv=$(host_veth "$n")
+	nv=$(node_veth "$n")
 	ip=$(node_ip "$n")
 	if ! grep -qw "^$ns" <<<"$(ip netns list)"; then
 		ip netns add "$ns"
@@ -25,9 +31,9 @@ ensure_ns() { # N
 	if ! ip link show "$hv" >/dev/null 2>&1; then
 		log "node $n: namespace $ns, $NODE_IF $ip (host end $hv on $BRIDGE)"
 		ip netns exec "$ns" ip link del "$NODE_IF" 2>/dev/null || true
-		ip link add "$hv" type veth peer name "gf2cl${n}n"
-		ip link set "gf2cl${n}n" netns "$ns"
-		ip netns exec "$ns" ip link set "gf2cl${n}n" name "$NODE_IF"
+		ip link add "$hv" type veth peer name "$nv"
+		ip link set "$nv" netns "$ns"
+		ip netns exec "$ns" ip link set "$nv" name "$NODE_IF"
 	fi
 	ip link set "$hv" master "$BRIDGE" up
 	ip netns exec "$ns" ip link set lo up

@@ -30,6 +30,8 @@ VFS_MODULE=$MODULE
 FUSE_MOUNT=$FUSE
 HOST_IP=$HOST_IP
 NS_PREFIX=$NS_PREFIX
+BRIDGE=$BRIDGE
+HOST_VETHS='$(for ((i = 1; i <= nn; i++)); do printf '%s ' "$(host_veth "$i")"; done | sed 's/ $//')'
 CLUSTER_DIR=$CL
 EOF
 }
