@@ -45,6 +45,7 @@ struct gf2_pfb_chunk;
 struct gf2_pfb_stats {
 	uint64_t used;		/* bytes held, in flight or ready */
 	uint64_t wc_used;	/* of used: the write cache's (gf2_pfb_take) */
+	uint64_t peak;		/* the most used has been */
 	uint64_t issued;	/* bytes asked for (gf2_pfb_submitted) */
 	uint64_t completed;	/* bytes that arrived */
 	uint64_t served;	/* bytes served to reads */

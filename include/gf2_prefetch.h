@@ -25,6 +25,8 @@ struct gf2_pf_config {
 /* Per smbd process. */
 struct gf2_pf_stats {
 	uint64_t used;		/* bytes held, in flight or ready */
+	uint64_t wc_used;	/* of used: the write cache's */
+	uint64_t peak;		/* the most used has been */
 	uint64_t issued;	/* bytes asked from Gluster */
 	uint64_t completed;	/* bytes that arrived */
 	uint64_t served;	/* bytes served to reads from memory */

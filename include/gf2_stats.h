@@ -27,7 +27,8 @@ struct gf2_counters {
 	uint64_t wc_writes;		/* writes acknowledged once queued */
 	uint64_t wc_sends;		/* gathered writes sent to Gluster */
 	uint64_t wc_errors;		/* of which failed */
-	uint64_t mem_peak;		/* most bytes of the shared budget held */
+	uint64_t mem_peak;		/* most bytes of the process's budget
+					   held (gf2_stats_mem) */
 	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
 };
 
@@ -42,6 +43,13 @@ struct gf2_stats {
 struct gf2_stats *gf2_stats_get(const char *share);
 void gf2_stats_changed(struct gf2_stats *st);
 void gf2_stats_lat(struct gf2_stats *st, uint64_t usec);
+/*
+ * The process's one memory budget (glusterfs2:prefetch max memory, for
+ * prefetch and the write cache together) holds held bytes now, wc_held
+ * of them the write cache's, and has held at most peak: every share of
+ * the process reports them (mem_held, mem_held_wc, mem_peak).
+ */
+void gf2_stats_mem(uint64_t held, uint64_t wc_held, uint64_t peak);
 void gf2_stats_connect(struct tevent_context *ev);
 void gf2_stats_disconnect(void);
 

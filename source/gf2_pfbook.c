@@ -84,9 +84,18 @@ uint64_t gf2_pfb_avail(const struct gf2_pfb *b)
 	return b->cap > b->stats.used ? b->cap - b->stats.used : 0;
 }
 
-void gf2_pfb_take(struct gf2_pfb *b, uint64_t n)
+/* n more bytes are held: the peak follows. */
+static void pfb_hold(struct gf2_pfb *b, uint64_t n)
 {
 	b->stats.used += n;
+	if (b->stats.used > b->stats.peak) {
+		b->stats.peak = b->stats.used;
+	}
+}
+
+void gf2_pfb_take(struct gf2_pfb *b, uint64_t n)
+{
+	pfb_hold(b, n);
 	b->stats.wc_used += n;
 }
 
@@ -323,7 +332,7 @@ struct gf2_pfb_chunk *gf2_pfb_chunk_new(struct gf2_pfb_file *f, uint64_t off,
 	c->gen = f->wgen;
 	c->issued_ns = now_ns;
 	c->owner = owner;
-	f->b->stats.used += len;
+	pfb_hold(f->b, len);
 	pfb_chunk_append(f, c);
 	return c;
 }

@@ -100,12 +100,18 @@ static struct gf2_pfb *gf2_pf_book(void)
 	return gf2_pf_bk;
 }
 
-/* gf2_pf_stats shows the book's counters: copied after every change. */
+/*
+ * gf2_pf_stats shows the book's counters: copied after every change, and
+ * what the budget holds goes to the counters of the shares (gf2_stats.c).
+ */
 static void gf2_pf_sync_stats(void)
 {
 	const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
 
+	gf2_stats_mem(s->used, s->wc_used, s->peak);
 	gf2_pf_stats.used = s->used;
+	gf2_pf_stats.wc_used = s->wc_used;
+	gf2_pf_stats.peak = s->peak;
 	gf2_pf_stats.issued = s->issued;
 	gf2_pf_stats.completed = s->completed;
 	gf2_pf_stats.served = s->served;

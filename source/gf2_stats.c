@@ -5,7 +5,10 @@
  * its main thread: read requests and where their bytes came from
  * (prefetch memory or Gluster), what prefetch read ahead and what of that
  * was never used, writes, fsyncs, the Gluster calls in flight and a
- * latency histogram of the asynchronous Gluster calls.
+ * latency histogram of the asynchronous Gluster calls.  The memory
+ * budget is the process's, not a share's: every share of the process
+ * shows what the budget holds now (mem_held, of which the write cache's
+ * mem_held_wc) and the most it has held (mem_peak).
  *
  * The counters are written to <lock directory>/glusterfs2/<pid>.stats
  * (write to a temporary file, then rename) at most every
@@ -14,7 +17,9 @@
  * the process's last glusterfs2 tree connect goes, its counters are added
  * to <lock directory>/glusterfs2/totals under an fcntl lock and its own
  * file is removed.  tools/glusterfs2-stats sums the totals and the files
- * of live processes.
+ * of live processes; mem_peak, one process's peak, merges as the largest,
+ * and the gauges (inflight, mem_held, mem_held_wc) count only in the
+ * files of live processes.
  *
  * File format, one counter per line: "<share>\t<name>\t<value>\n".
  * Share names never contain tabs or newlines (smb.conf section names).
@@ -41,6 +46,10 @@ static struct gf2_stats *gf2_stats_list;
 static struct tevent_context *gf2_stats_ev;
 static struct tevent_timer *gf2_stats_timer;
 static unsigned gf2_stats_users;	/* tree connects in this process */
+/* the process's memory budget, from gf2_stats_mem */
+static uint64_t gf2_stats_held;
+static uint64_t gf2_stats_held_wc;
+static uint64_t gf2_stats_peak;
 
 struct gf2_stats *gf2_stats_get(const char *share)
 {
@@ -79,16 +88,30 @@ void gf2_stats_lat(struct gf2_stats *st, uint64_t usec)
 	gf2_stats_changed(st);
 }
 
+void gf2_stats_mem(uint64_t held, uint64_t wc_held, uint64_t peak)
+{
+	if (held == gf2_stats_held && wc_held == gf2_stats_held_wc &&
+	    peak == gf2_stats_peak) {
+		return;
+	}
+	gf2_stats_held = held;
+	gf2_stats_held_wc = wc_held;
+	gf2_stats_peak = peak;
+	gf2_stats_changed(gf2_stats_list);
+}
+
 static char *gf2_stats_dir(TALLOC_CTX *mem_ctx)
 {
 	return lock_path(mem_ctx, "glusterfs2");
 }
 
-#define GF2_STATS_FIELDS(X) \
+/* Counters that add up across processes, then the peak. */
+#define GF2_STATS_SUMS(X) \
 	X(reads) X(read_bytes) X(read_bytes_prefetch) X(read_bytes_gluster) \
 	X(prefetch_bytes) X(prefetch_unused) X(writes) X(write_bytes) \
 	X(fsyncs) X(gluster_errors) X(gluster_calls) X(wc_writes) X(wc_sends) \
-	X(wc_errors) X(mem_peak)
+	X(wc_errors)
+#define GF2_STATS_FIELDS(X) GF2_STATS_SUMS(X) X(mem_peak)
 
 static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)
 {
@@ -97,6 +120,7 @@ static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)
 	unsigned i;
 
 	for (st = gf2_stats_list; st != NULL && out != NULL; st = st->next) {
+		st->c.mem_peak = MAX(st->c.mem_peak, gf2_stats_peak);
 #define GF2_FMT(f) \
 		talloc_asprintf_addbuf(&out, "%s\t" #f "\t%" PRIu64 "\n", \
 				       st->share, st->c.f);
@@ -118,6 +142,11 @@ static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)
 		if (with_gauges) {
 			talloc_asprintf_addbuf(&out, "%s\tinflight\t%" PRIu64
 					       "\n", st->share, st->inflight);
+			talloc_asprintf_addbuf(&out, "%s\tmem_held\t%" PRIu64
+					       "\n", st->share, gf2_stats_held);
+			talloc_asprintf_addbuf(&out, "%s\tmem_held_wc\t%"
+					       PRIu64 "\n", st->share,
+					       gf2_stats_held_wc);
 		}
 	}
 	return out;
@@ -240,8 +269,13 @@ static void gf2_stats_parse_add(const char *text,
 		}
 #define GF2_ADD(f) \
 		if (strcmp(tab1 + 1, #f) == 0) { st->c.f += v; continue; }
-		GF2_STATS_FIELDS(GF2_ADD)
+		GF2_STATS_SUMS(GF2_ADD)
 #undef GF2_ADD
+		/* one process's peak: the largest counts, not the sum */
+		if (strcmp(tab1 + 1, "mem_peak") == 0) {
+			st->c.mem_peak = MAX(st->c.mem_peak, v);
+			continue;
+		}
 		for (i = 0; i < GF2_LAT_BUCKETS; i++) {
 			char name[32];
 

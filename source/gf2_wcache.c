@@ -527,10 +527,6 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 			return false;
 		}
 		gf2_pf_mem_take(cap);
-		if (wc->st != NULL) {
-			wc->st->c.mem_peak = MAX(wc->st->c.mem_peak,
-						 gf2_pf_stats.used);
-		}
 		gf2_wq_start(&wc->q, w->offset, w->n, cap);
 		memcpy(wc->gbuf, w->data, w->n);
 		break;

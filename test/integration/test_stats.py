@@ -19,6 +19,7 @@ from conftest import TOP
 TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
 SHARE = 'glusterfs2-longage'
 MiB = 1 << 20
+DEFAULT_MAX_MEMORY = 64 * MiB       # glusterfs2:prefetch max memory
 
 
 def stats(stack):
@@ -135,6 +136,10 @@ def test_counters_add_up(stack, tmp_path, tmpname):
     assert delta(s2, s3, 'read_bytes_prefetch') > size // 2
     assert 0 <= delta(s2, s3, 'prefetch_unused') <= \
         delta(s2, s3, 'prefetch_bytes')
+    # what prefetch held counts in the budget's peak (the largest of one
+    # process, not a sum), within the share's prefetch max memory (the
+    # default, 64M)
+    assert 0 < s3['mem_peak'] <= DEFAULT_MAX_MEMORY
     s2 = s3
 
     # the latency histogram counts every completed Gluster call of the

@@ -543,6 +543,46 @@ static void test_shared_budget(void **state)
 	talloc_free(b);
 }
 
+/*
+ * The peak is the most the budget has held, prefetch's chunks and the
+ * write cache's bytes together; it never goes down.
+ */
+static void test_peak(void **state)
+{
+	struct gf2_pfb *b = setup_book(64, 1024);
+	struct gf2_pfb_file *f = gf2_pfb_file_new(b, NULL);
+	uint64_t got;
+	unsigned i;
+
+	assert_int_equal(gf2_pfb_stats(b)->peak, 0);
+	assert_int_equal(issue(f, 0, 32, 0), 2);
+	assert_int_equal(gf2_pfb_stats(b)->peak, 32);
+	gf2_pfb_take(b, 24);
+	assert_int_equal(gf2_pfb_stats(b)->peak, 56);
+	gf2_pfb_give(b, 24);
+	gf2_pfb_take(b, 8);
+	assert_int_equal(used(b), 40);
+	assert_int_equal(gf2_pfb_stats(b)->peak, 56);
+	/* a refused submission held its chunk for a moment */
+	G.refuse = true;
+	assert_int_equal(issue(f, 32, 16, 0), 0);
+	G.refuse = false;
+	assert_int_equal(gf2_pfb_stats(b)->peak, 56);
+	assert_int_equal(issue(f, 32, 24, 0), 2);
+	assert_int_equal(used(b), 64);
+	assert_int_equal(gf2_pfb_stats(b)->peak, 64);
+	for (i = G.n; i-- > 0;) {
+		assert_int_equal(complete(i, OK), GF2_PFB_READY);
+	}
+	assert_int_equal(serve(f, 0, 56, &got), GF2_PFB_SERVED);
+	gf2_pfb_give(b, 8);
+	assert_empty(b, 1);
+	assert_int_equal(gf2_pfb_stats(b)->peak, 64);
+	gf2_pfb_file_free(f);
+	assert_empty(b, 0);
+	talloc_free(b);
+}
+
 static void test_file_free_with_reads_in_flight(void **state)
 {
 	struct gf2_pfb *b = setup_book(1024, 1024);
@@ -630,6 +670,7 @@ static void test_random_histories(void **state)
 			unsigned k;
 
 			now += random() % (3 * MS);
+			assert_true(used(b) <= gf2_pfb_stats(b)->peak);
 			switch (random() % 8) {
 			case 0:
 			case 1:
@@ -694,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_expiry_by_age),
 		cmocka_unit_test(test_memory_accounting),
 		cmocka_unit_test(test_shared_budget),
+		cmocka_unit_test(test_peak),
 		cmocka_unit_test(test_file_free_with_reads_in_flight),
 		cmocka_unit_test(test_waiter_on_invalidated_chunk_must_retry),
 		cmocka_unit_test(test_random_histories),
