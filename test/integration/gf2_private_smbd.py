@@ -14,8 +14,9 @@ It never touches the stack's smbd, glusterd or volume settings.
 
 Sanitizer mode (the stack brought up with `test/stack up --asan`, which
 `test/stack env` shows as SANITIZE=address,undefined): every share's
-`vfs objects` entry glusterfs2 becomes VFS_MODULE (glusterfs2_asan, the
-module built with ASan and UBSan), and smbd runs with libasan preloaded,
+`vfs objects` entry glusterfs2 becomes VFS_MODULE (glusterfs2_asan, or
+NAME_asan for a stack with GF2_STACK_MODULE=NAME: the module built with
+ASan and UBSan), and smbd runs with libasan preloaded,
 its processes writing their reports to ASAN_REPORTS as
 {asan,ubsan}.NAME.PID, where `test/run-all --asan` classifies them with
 the stack's.  Timeouts for starting and stopping are tripled.
@@ -232,7 +233,7 @@ class PrivateSmbd:
 
     def vfs_value(self, key, value):
         """`vfs objects` with glusterfs2 replaced by the stack's module
-        (glusterfs2_asan in sanitizer mode)."""
+        (the sanitizer build in sanitizer mode)."""
         if key != 'vfs objects' or self.module == 'glusterfs2':
             return value
         return ' '.join(self.module if x == 'glusterfs2' else x

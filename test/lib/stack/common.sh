@@ -31,7 +31,9 @@ MODULE=${GF2_STACK_MODULE:-glusterfs2}
 case $MODULE in
 *[!A-Za-z0-9_]* | "") echo "test/stack: GF2_STACK_MODULE=$MODULE: letters, digits and _ only" >&2; exit 2 ;;
 esac
-ASAN_MODULE=glusterfs2_asan
+# The sanitizer build of that module (test/asan/sanitizers.py derives the
+# same name from GF2_STACK_MODULE): glusterfs2_asan for the default stack.
+ASAN_MODULE=${MODULE}_asan
 ASAN_REPORTS=$STACK/asan-reports
 SANITIZERS=$ROOT/test/asan/sanitizers.py
 OUR_VOLUMES="$VOL_DIST $VOL_REP3"
