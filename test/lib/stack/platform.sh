@@ -109,8 +109,7 @@ platform_status() {
 	fi
 	echo "platform $P_NAME: up, namespace $P_NETNS, address $P_ADDRESS (host side $P_HOST_ADDRESS), $(in_stack smbd -V)"
 	echo "the stack inside the platform (paths in its root):"
-	in_stack test/stack status | sed 's/^/    /'
-	rc=${PIPESTATUS[0]}
+	if ! in_stack test/stack status | sed 's/^/    /'; then rc=1; fi
 	if lines=$(platform_env_lines 2>/dev/null); then
 		port=$(sed -n 's/^SMB_PORT=//p' <<<"$lines")
 		if timeout 60 smbclient "//$P_ADDRESS/local" -p "$port" \
