@@ -156,6 +156,7 @@ platform_exec() {
 	"$ROOT"/*) ;;
 	*) cwd=$ROOT ;;
 	esac
+	# shellcheck disable=SC2016 # expanded by that sh
 	exec "$PLATFORM_TOOL" run "$P_NAME" sh -c 'cd "$1" && shift && exec "$@"' sh "$cwd" "$@"
 }
 
