@@ -262,16 +262,26 @@ class PrivateSmbd:
     # ------------------------------------------------------------ process
 
     def our_processes(self):
-        """Every live process of this private smbd (its smb.conf path is
-        on the command line; forked children keep the parent's)."""
-        pids = []
+        """Every live process of this private smbd: those with its smb.conf
+        path on the command line, and their descendants (up to Samba 4.17
+        forked children keep the parent's command line; later releases
+        retitle them, "smbd: client [...]")."""
+        infos = {}
         for d in os.listdir('/proc'):
             if not d.isdigit() or int(d) == os.getpid():
                 continue
             info = proc_info(int(d))
-            if info and (' -s %s ' % self.conf) in info[2] + ' ':
-                pids.append(int(d))
-        return pids
+            if info:
+                infos[int(d)] = info
+        ours = set(pid for pid, info in infos.items()
+                   if (' -s %s ' % self.conf) in info[2] + ' ')
+        grew = True
+        while grew:
+            kids = set(pid for pid, info in infos.items()
+                       if info[0] in ours) - ours
+            grew = bool(kids)
+            ours |= kids
+        return sorted(ours)
 
     def client_children(self):
         """smbd children serving a client connection."""

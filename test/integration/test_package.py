@@ -22,6 +22,14 @@ serve, remove, and the developer's module put back.
      back (atomic rename, same bytes, mode and mtime) and compared with
      cmp; then the private smbd is stopped.
 
+Inside a test platform (GF2_PLATFORM=NAME: `test/stack exec --platform
+NAME`, `test/platform/root run NAME`, test/run-all --platform NAME) the
+package is build-deb/NAME/samba-vfs-glusterfs2_*.deb, depending on the
+platform's samba; it is not built there (the root has no git to list the
+sources): scripts/build-deb --platform NAME builds it from the host, and
+without a current one the test is skipped with that reason.  The module
+replaced and restored is then the platform's, in its root.
+
 Steps 2-4 replace the module other tests use: they take a few seconds,
 run under a lock (.stack/pkg/.lock), and always restore the module.  An
 smbd of the shared stack that connects a share in that window loads the
@@ -47,7 +55,9 @@ from conftest import TOP, Smb, sha256
 from gf2_private_smbd import PrivateSmbd, parse_smb_conf
 
 PKG = 'samba-vfs-glusterfs2'
-OUT = os.path.join(TOP, 'build-deb')
+PLATFORM = os.environ.get('GF2_PLATFORM', '')
+OUT = os.path.join(TOP, 'build-deb', PLATFORM) if PLATFORM else \
+    os.path.join(TOP, 'build-deb')
 PKG_INPUTS = ('source', 'include', 'wscript', 'waf', 'scripts', 'debian',
               'docs', 'smb.conf.examples', 'README')
 
@@ -97,6 +107,11 @@ def get_deb():
                   key=os.path.getmtime)
     if debs and os.path.getmtime(debs[-1]) > newest_input_mtime():
         return debs[-1], 'reused (newer than its sources)'
+    if PLATFORM:
+        pytest.skip('inside platform %s: no build-deb/%s/%s_*.deb newer '
+                    'than its sources, and the package is not built inside '
+                    'a platform: run scripts/build-deb --platform %s on the '
+                    'host first' % (PLATFORM, PLATFORM, PKG, PLATFORM))
     t0 = time.time()
     p = run([os.path.join(TOP, 'scripts', 'build-deb')], timeout=900)
     took = time.time() - t0
