@@ -53,6 +53,14 @@ void gf2_meta_keep_xattr(glfs_t *fs, const char *path, bool is_link,
 			 const char *name, const void *value, size_t size,
 			 ssize_t ret, int err, uint64_t at);
 
+/*
+ * May the caller search directory dir, as Gluster last answered it
+ * (1 yes, 0 no, -1 not known), and keeping such an answer, asked at at.
+ */
+int gf2_meta_get_search(glfs_t *fs, const char *dir);
+void gf2_meta_keep_search(glfs_t *fs, const char *dir, bool allowed,
+			  uint64_t at);
+
 /* Name lists. */
 bool gf2_meta_get_list(glfs_t *fs, const char *path, bool nofollow,
 		       char *list, size_t size, ssize_t *ret);

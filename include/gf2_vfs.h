@@ -62,8 +62,12 @@ char *gf2_at_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 		  const struct smb_filename *smb_fname);
 char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 		   const struct files_struct *fsp);
+/* A path walk: the caller must be allowed to search its directories. */
 int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 	       struct stat *st);
+/* The stat of an object the caller has open (as fstat: no path walk). */
+int gf2_lookup_opened(struct gf2_conn *c, const char *path, bool nofollow,
+		      struct stat *st);
 void gf2_stat_ex(struct vfs_handle_struct *handle, struct stat_ex *dst,
 		 const struct stat *src);
 

@@ -74,6 +74,19 @@ int gf2_wc_drain_sync(struct gf2_wc *wc);
 /* Drain every handle of this process on the file (volume, inode). */
 void gf2_wc_drain_file_sync(const char *volname, uint64_t ino);
 
+/* This process holds acknowledged bytes of the file not yet landed. */
+bool gf2_wc_file_busy(const char *volname, uint64_t ino);
+/*
+ * Completes, without blocking, once every write this process acknowledged
+ * of the file (volume, inode) before it is on the bricks: a read of the
+ * file waits for it.  A latched error is left for the next write, FLUSH or
+ * close of its handle.  0, or an errno (no memory).
+ */
+struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
+				      struct tevent_context *ev,
+				      const char *volname, uint64_t ino);
+int gf2_wc_settle_recv(struct tevent_req *req);
+
 /*
  * Another handle is being opened on the file: drain this process's
  * queues of it, and ask other processes to drain theirs.  Returns 0, or

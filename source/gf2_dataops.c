@@ -12,6 +12,7 @@
 #include "includes.h"
 #include "smbd/smbd.h"
 #include "smbprofile.h"
+#include "lib/util/tevent_unix.h"
 #include "gf2_vfs.h"
 
 #undef DBGC_CLASS
@@ -170,17 +171,17 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	return ret;
 }
 
-struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
-				     TALLOC_CTX *mem_ctx,
-				     struct tevent_context *ev,
-				     struct files_struct *fsp,
-				     void *data, size_t n, off_t offset)
+/* A read through the data cache, sent now. */
+static struct tevent_req *gf2_read_send(struct vfs_handle_struct *handle,
+					TALLOC_CTX *mem_ctx,
+					struct tevent_context *ev,
+					struct files_struct *fsp,
+					void *data, size_t n, off_t offset)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
 
-	gf2_wc_sync_fsp(handle, fsp);
 	if (pf != NULL && c->pf->strict && !gf2_read_caching(fsp)) {
 		/*
 		 * Strict mode without a read lease or oplock: nothing
@@ -197,9 +198,131 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 				fsp->fsp_name->st.st_ex_size);
 }
 
+/*
+ * A read of a file this process acknowledged writes of that are not yet
+ * on the bricks: first wait for them (gf2_wc_settle_send, without
+ * blocking the main loop), then read.  smbd keeps fsp until the request
+ * is done (it is registered with the fsp).
+ */
+struct gf2_settled_read_state {
+	struct vfs_handle_struct *handle;
+	struct tevent_context *ev;
+	struct files_struct *fsp;
+	void *data;
+	size_t n;
+	off_t offset;
+	ssize_t ret;
+	struct vfs_aio_state aio_state;
+};
+
+static void gf2_settled_read_settled(struct tevent_req *subreq);
+static void gf2_settled_read_done(struct tevent_req *subreq);
+
+static struct tevent_req *gf2_settled_read_send(
+	struct vfs_handle_struct *handle, TALLOC_CTX *mem_ctx,
+	struct tevent_context *ev, struct files_struct *fsp, void *data,
+	size_t n, off_t offset)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct tevent_req *req = NULL;
+	struct tevent_req *subreq = NULL;
+	struct gf2_settled_read_state *state = NULL;
+
+	req = tevent_req_create(mem_ctx, &state,
+				struct gf2_settled_read_state);
+	if (req == NULL) {
+		return NULL;
+	}
+	*state = (struct gf2_settled_read_state) {
+		.handle = handle, .ev = ev, .fsp = fsp, .data = data,
+		.n = n, .offset = offset, .ret = -1,
+	};
+	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
+				    fsp->fsp_name->st.st_ex_ino);
+	if (tevent_req_nomem(subreq, req)) {
+		return tevent_req_post(req, ev);
+	}
+	tevent_req_set_callback(subreq, gf2_settled_read_settled, req);
+	return req;
+}
+
+static void gf2_settled_read_settled(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_settled_read_state *state = tevent_req_data(
+		req, struct gf2_settled_read_state);
+	int err = gf2_wc_settle_recv(subreq);
+
+	TALLOC_FREE(subreq);
+	if (tevent_req_error(req, err)) {
+		return;
+	}
+	subreq = gf2_read_send(state->handle, state, state->ev, state->fsp,
+			       state->data, state->n, state->offset);
+	if (tevent_req_nomem(subreq, req)) {
+		return;
+	}
+	tevent_req_set_callback(subreq, gf2_settled_read_done, req);
+}
+
+static void gf2_settled_read_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_settled_read_state *state = tevent_req_data(
+		req, struct gf2_settled_read_state);
+
+	state->ret = gf2_pf_read_recv(subreq, &state->aio_state);
+	TALLOC_FREE(subreq);
+	if (state->ret < 0) {
+		tevent_req_error(req, state->aio_state.error);
+		return;
+	}
+	tevent_req_done(req);
+}
+
+static ssize_t gf2_settled_read_recv(struct tevent_req *req,
+				     struct vfs_aio_state *aio_state)
+{
+	struct gf2_settled_read_state *state = tevent_req_data(
+		req, struct gf2_settled_read_state);
+	ssize_t ret = -1;
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		aio_state->error = err;
+	} else {
+		*aio_state = state->aio_state;
+		ret = state->ret;
+	}
+	tevent_req_received(req);
+	return ret;
+}
+
+struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
+				     TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct files_struct *fsp,
+				     void *data, size_t n, off_t offset)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	if (c != NULL && fsp->fsp_name != NULL &&
+	    gf2_wc_file_busy(c->vol->volname, fsp->fsp_name->st.st_ex_ino)) {
+		return gf2_settled_read_send(handle, mem_ctx, ev, fsp, data, n,
+					     offset);
+	}
+	return gf2_read_send(handle, mem_ctx, ev, fsp, data, n, offset);
+}
+
 ssize_t gf2_pread_recv_fn(struct tevent_req *req,
 			  struct vfs_aio_state *aio_state)
 {
+	if (talloc_check_name(_tevent_req_data(req),
+			      "struct gf2_settled_read_state") != NULL) {
+		return gf2_settled_read_recv(req, aio_state);
+	}
 	return gf2_pf_read_recv(req, aio_state);
 }
 

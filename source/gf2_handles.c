@@ -139,8 +139,76 @@ char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 	return gf2_path(mem_ctx, c, fsp->fsp_name->base_name);
 }
 
-int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
-	       struct stat *st)
+/*
+ * May the caller search every directory on the way to path?  The bricks
+ * check it for each lookup they receive, but gfapi resolves the
+ * directories inside a path from its inode table, and md-cache answers
+ * the lookup of an object it holds without asking them: an object that
+ * one user of this process looked up would be found for another user
+ * who may not search its directory.  So ask Gluster (access X_OK on each
+ * directory, as the caller: the bricks' own rule, ACLs included), as a
+ * local file system checks each directory of a path it walks, and keep
+ * the answers (gf2_meta_get_search).  root may search everything.  A
+ * directory access cannot find (removed, replaced by another client
+ * since gfapi linked its name) ends the check: the lookup answers
+ * whatever it finds there.  0, or -1 with errno EACCES.
+ */
+static int gf2_may_search_to(glfs_t *fs, const char *path)
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(path);
+	size_t i;
+
+	if (geteuid() == 0) {
+		return 0;
+	}
+	if (len >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, len + 1);
+	/* "/a/b/c": "/", "/a" and "/a/b" */
+	for (i = 0; i < len; i++) {
+		const char *d = dir;
+		uint64_t at;
+		int known;
+
+		if (dir[i] != '/' || i + 1 == len || dir[i + 1] == '/') {
+			continue;
+		}
+		if (i == 0) {
+			d = "/";
+		} else {
+			dir[i] = '\0';
+		}
+		known = gf2_meta_get_search(fs, d);
+		if (known == 0) {
+			errno = EACCES;
+			return -1;
+		}
+		if (known < 0) {
+			at = gf2_now_ns();
+			if (glfs_access(fs, d, X_OK) != 0) {
+				if (errno != EACCES) {
+					/*
+					 * Gone, or no directory: the
+					 * lookup itself answers that.
+					 */
+					return 0;
+				}
+				gf2_meta_keep_search(fs, d, false, at);
+				errno = EACCES;
+				return -1;
+			}
+			gf2_meta_keep_search(fs, d, true, at);
+		}
+		dir[i] = '/';
+	}
+	return 0;
+}
+
+int gf2_lookup_opened(struct gf2_conn *c, const char *path, bool nofollow,
+		      struct stat *st)
 {
 	gf2_cache_sync();
 	if (gf2_meta_get_stat(c->fs, path, st)) {
@@ -150,6 +218,15 @@ int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 		return glfs_lstat(c->fs, path, st);
 	}
 	return glfs_stat(c->fs, path, st);
+}
+
+int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
+	       struct stat *st)
+{
+	if (gf2_may_search_to(c->fs, path) != 0) {
+		return -1;
+	}
+	return gf2_lookup_opened(c, path, nofollow, st);
 }
 
 void gf2_stat_ex(struct vfs_handle_struct *handle, struct stat_ex *dst,

@@ -9,7 +9,9 @@
  *     fetched with a listing's batch, and what this process's own
  *     getxattr, setxattr and removexattr calls answered or made;
  *   - extended attribute name lists, fetched in parallel during
- *     listings (below).
+ *     listings (below);
+ *   - whether the caller may search a directory, as Gluster answered
+ *     (gf2_meta_get_search).
  * Stats and values live in the pure cache of gf2_mdcache.c; the lists
  * in a bounded list of their own.  Both are keyed by volume, identity
  * and path: one process serves shares of several volumes, whose paths
@@ -87,6 +89,22 @@ static unsigned gf2_xl_count;
 static struct gf2_md_cache *gf2_md;
 
 /*
+ * Search permission on directories, as Gluster answered an access(X_OK)
+ * of the caller (the glue asks it before every lookup: gf2_lookup).
+ * Kept in a cache of its own, per volume and identity like the rest,
+ * for at most GF2_META_TTL_MS whatever the volume's upcalls (a mode or
+ * ACL change comes with an upcall only for names some client's md-cache
+ * registered), dropped with what is kept of the directory on every
+ * change this process makes to it, and wholly on every upcall.  The
+ * answer is kept as the value of GF2_SEARCH_NAME: present means may
+ * search, absent may not.
+ */
+#define GF2_SEARCH_ENTRIES 1024
+#define GF2_SEARCH_NAME "search"
+
+static struct gf2_md_cache *gf2_search;
+
+/*
  * Identities.  What Gluster answered one user is not what it answers
  * another: a lookup inside a directory the second user may not search
  * fails on the bricks, an xattr may be unreadable.  So everything is
@@ -117,6 +135,7 @@ static void gf2_xl_drop_ns(const struct gf2_meta_id *id);
 static void gf2_meta_id_free(struct gf2_meta_id *id)
 {
 	gf2_md_drop_ns(gf2_md, id);
+	gf2_md_drop_ns(gf2_search, id);
 	gf2_xl_drop_ns(id);
 	DLIST_REMOVE(gf2_meta_ids, id);
 	gf2_meta_nids -= 1;
@@ -244,14 +263,14 @@ struct gf2_md_cache *gf2_meta_cache(void)
 /* An upcall: Gluster says ino changed (all: some inode, unknown). */
 void gf2_meta_invalidate_inode(uint64_t ino, bool all)
 {
+	/* lists and search answers are kept by path: any may be touched */
+	gf2_meta_drop_lists();
+	gf2_md_clear(gf2_search);
 	if (all) {
 		gf2_md_clear(gf2_md);
-		gf2_meta_drop_lists();
 		return;
 	}
 	gf2_md_drop_ino(gf2_md, ino);
-	/* lists are kept by path: any announced change may touch them */
-	gf2_meta_drop_lists();
 }
 
 static void gf2_xl_drop(struct gf2_xl_entry *e)
@@ -621,6 +640,7 @@ void gf2_meta_changed(glfs_t *fs, const char *path)
 	for (id = gf2_meta_ids; id != NULL; id = id->next) {
 		if (id->fs == fs) {
 			gf2_md_changed(gf2_md, id, path);
+			gf2_md_changed(gf2_search, id, path);
 		}
 	}
 }
@@ -636,6 +656,7 @@ void gf2_meta_changed_tree(glfs_t *fs, const char *path)
 	for (id = gf2_meta_ids; id != NULL; id = id->next) {
 		if (id->fs == fs) {
 			gf2_md_changed_tree(gf2_md, id, path);
+			gf2_md_changed_tree(gf2_search, id, path);
 		}
 	}
 }
@@ -815,4 +836,44 @@ void gf2_meta_keep_listed(glfs_t *fs, const char *dir, const char *name,
 	if (id != NULL) {
 		gf2_md_put_stat(md, id, path, st, now);
 	}
+}
+
+/* Search permission on directories: see gf2_search above. */
+
+int gf2_meta_get_search(glfs_t *fs, const char *dir)
+{
+	const struct gf2_meta_id *id = NULL;
+	ssize_t ret = 0;
+	int err = 0;
+
+	if (gf2_search == NULL || gf2_md_count(gf2_search) == 0) {
+		return -1;
+	}
+	id = gf2_meta_id(fs, false);
+	if (id == NULL ||
+	    !gf2_md_get_xattr(gf2_search, id, dir, GF2_SEARCH_NAME,
+			      gf2_now_ns(), NULL, 0, &ret, &err)) {
+		return -1;
+	}
+	return ret >= 0 ? 1 : 0;
+}
+
+void gf2_meta_keep_search(glfs_t *fs, const char *dir, bool allowed,
+			  uint64_t at)
+{
+	const struct gf2_meta_id *id = NULL;
+
+	if (gf2_search == NULL) {
+		gf2_search = gf2_md_new(NULL, GF2_SEARCH_ENTRIES,
+					GF2_META_TTL_MS * 1000000ULL);
+		if (gf2_search == NULL) {
+			return;
+		}
+	}
+	id = gf2_meta_id(fs, true);
+	if (id == NULL) {
+		return;
+	}
+	gf2_md_put_xattr(gf2_search, id, dir, GF2_SEARCH_NAME,
+			 allowed ? "1" : NULL, allowed ? 1 : -1, at);
 }

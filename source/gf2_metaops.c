@@ -190,7 +190,8 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 			END_PROFILE(syscall_fstat);
 			return -1;
 		}
-		ret = gf2_lookup(c, path, h != NULL && h->nofollow, &st);
+		ret = gf2_lookup_opened(c, path, h != NULL && h->nofollow,
+					&st);
 		TALLOC_FREE(path);
 	}
 	END_PROFILE(syscall_fstat);

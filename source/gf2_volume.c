@@ -49,14 +49,25 @@ static void *gf2_reaper(void *arg)
 	return NULL;
 }
 
+/*
+ * atexit: wait for the reapers.  Logged from here, the process's main
+ * thread: the reapers themselves never log (Samba's debug code is not
+ * thread-safe).
+ */
 static void gf2_reap_wait(void)
 {
 	struct timespec deadline;
+	struct timespec start;
+	struct timespec end;
+	unsigned waited_for;
+	unsigned left;
 
+	clock_gettime_mono(&start);
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += GF2_REAP_EXIT_WAIT_SECS;
 
 	pthread_mutex_lock(&gf2_reap_lock);
+	waited_for = gf2_reaping;
 	while (gf2_reaping > 0) {
 		int ret = pthread_cond_timedwait(&gf2_reap_cond,
 						 &gf2_reap_lock, &deadline);
@@ -64,7 +75,21 @@ static void gf2_reap_wait(void)
 			break;
 		}
 	}
+	left = gf2_reaping;
 	pthread_mutex_unlock(&gf2_reap_lock);
+
+	if (waited_for == 0) {
+		return;
+	}
+	clock_gettime_mono(&end);
+	if (left > 0) {
+		DBG_WARNING("%u of %u glfs_fini still running after %d s at "
+			    "exit: exiting under them\n", left, waited_for,
+			    GF2_REAP_EXIT_WAIT_SECS);
+		return;
+	}
+	DBG_NOTICE("waited %.1f s at exit for %u glfs_fini\n",
+		   nsec_time_diff(&end, &start) / 1e9, waited_for);
 }
 
 static void gf2_volume_destroy(struct gf2_volume *vol)

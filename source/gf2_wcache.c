@@ -393,6 +393,7 @@ static void gf2_wc_flush(struct gf2_wc *wc)
 enum gf2_wc_wkind {
 	GF2_WC_W_WRITE,
 	GF2_WC_W_DRAIN,
+	GF2_WC_W_SETTLE,	/* a read waits: nothing of the queue kept */
 };
 
 struct gf2_wc_waiter {
@@ -576,6 +577,12 @@ static void gf2_wc_kick(struct gf2_wc *wc)
 			}
 			break;
 		}
+		if (w->kind == GF2_WC_W_SETTLE) {
+			/* the error stays for the next write, FLUSH, close */
+			gf2_wc_unpark(w);
+			tevent_req_done(w->req);
+			continue;
+		}
 		err = gf2_wq_take_error(&wc->q);
 		if (err != 0) {
 			gf2_wc_fail(w, err);
@@ -731,6 +738,113 @@ void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
 		}
 	}
 	TALLOC_FREE(key);
+}
+
+/* A cache of this process on the file (key) with bytes not yet landed. */
+static struct gf2_wc *gf2_wc_busy_on(const char *key)
+{
+	struct gf2_wc *wc = NULL;
+
+	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, key) == 0) {
+			return wc;
+		}
+	}
+	return NULL;
+}
+
+bool gf2_wc_file_busy(const char *volname, uint64_t ino)
+{
+	char *key = NULL;
+	bool busy;
+
+	if (gf2_wc_busy == 0) {
+		return false;
+	}
+	key = gf2_wc_key(talloc_tos(), volname, ino);
+	if (key == NULL) {
+		return false;
+	}
+	busy = gf2_wc_busy_on(key) != NULL;
+	TALLOC_FREE(key);
+	return busy;
+}
+
+/*
+ * A read waits, without blocking the main loop, for every cache of the
+ * file in this process to land what it acknowledged: a settle waiter on
+ * each busy cache in turn.  Queued after the writes acknowledged before
+ * the read, it holds back those that come after it until it is served.
+ */
+struct gf2_wc_settle_state {
+	struct tevent_context *ev;
+	char *key;
+};
+
+static void gf2_wc_settle_next(struct tevent_req *req);
+
+static void gf2_wc_settle_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+
+	/* served, or the cache went with its handle (drained at close) */
+	TALLOC_FREE(subreq);
+	gf2_wc_settle_next(req);
+}
+
+static void gf2_wc_settle_next(struct tevent_req *req)
+{
+	struct gf2_wc_settle_state *state = tevent_req_data(
+		req, struct gf2_wc_settle_state);
+	struct gf2_wc *wc = gf2_wc_busy_on(state->key);
+	struct tevent_req *subreq = NULL;
+
+	if (wc == NULL) {
+		tevent_req_done(req);
+		return;
+	}
+	subreq = gf2_wc_park(state, state->ev, wc, GF2_WC_W_SETTLE);
+	if (tevent_req_nomem(subreq, req)) {
+		return;
+	}
+	tevent_req_set_callback(subreq, gf2_wc_settle_done, req);
+	gf2_wc_kick(wc);
+}
+
+struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
+				      struct tevent_context *ev,
+				      const char *volname, uint64_t ino)
+{
+	struct tevent_req *req = NULL;
+	struct gf2_wc_settle_state *state = NULL;
+
+	req = tevent_req_create(mem_ctx, &state, struct gf2_wc_settle_state);
+	if (req == NULL) {
+		return NULL;
+	}
+	state->ev = ev;
+	state->key = gf2_wc_key(state, volname, ino);
+	if (tevent_req_nomem(state->key, req)) {
+		return tevent_req_post(req, ev);
+	}
+	gf2_wc_settle_next(req);
+	if (!tevent_req_is_in_progress(req)) {
+		return tevent_req_post(req, ev);
+	}
+	return req;
+}
+
+int gf2_wc_settle_recv(struct tevent_req *req)
+{
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		tevent_req_received(req);
+		return err;
+	}
+	tevent_req_received(req);
+	return 0;
 }
 
 int gf2_wc_open_check(const char *volname, uint64_t ino)

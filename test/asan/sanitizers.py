@@ -3,9 +3,10 @@
 integration tests' private smbds (test/integration/gf2_private_smbd.py):
 
   - the sanitizer build of the module (build-asan/, registered and
-    installed as MODULESDIR/vfs/glusterfs2_asan.so, NAME_asan.so with
-    GF2_STACK_MODULE=NAME, never touching glusterfs2.so), rebuilt only
-    when older than source/, include/, wscript;
+    installed as MODULESDIR/vfs/NAME_asan.so, where NAME is the stack's
+    module, GF2_STACK_MODULE or glusterfs2: glusterfs2_asan.so by
+    default; never touching NAME.so), rebuilt only when older than
+    source/, include/, wscript or configured under another name;
   - the environment of an smbd with libasan preloaded (reports per
     process into a directory, symbolized afterwards);
   - reading the reports: symbolization with addr2line and the
@@ -16,7 +17,7 @@ integration tests' private smbds (test/integration/gf2_private_smbd.py):
 As a command:
 
   test/asan/sanitizers.py build [--no-build] [--logdir DIR]
-      build (when stale) and install glusterfs2_asan.so; prints its path
+      build (when stale) and install NAME_asan.so; prints its path
   test/asan/sanitizers.py env REPORTS [TAG]
       shell-sourceable LD_PRELOAD, ASAN_OPTIONS, LSAN_OPTIONS,
       UBSAN_OPTIONS lines for an smbd writing its reports into REPORTS
@@ -45,11 +46,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 BUILD_DIR = os.path.join(TOP, 'build-asan')
 WAFLOCK = '.lock-waf-asan'
-# The stack's module name (GF2_STACK_MODULE, as test/stack reads it) with
-# _asan: a checkout that serves its own build under another name installs
-# its own sanitizer module too, and leaves glusterfs2_asan.so to the stacks
-# that serve glusterfs2.so.
-MODULE = (os.environ.get('GF2_STACK_MODULE') or 'glusterfs2') + '_asan'
+
+
+def asan_module_name(environ=None):
+    """The sanitizer build's module name: the stack's module
+    (GF2_STACK_MODULE, as test/stack reads it; glusterfs2) with _asan, so
+    that stacks serving their own builds beside each other each install
+    their own sanitizer module (test/stack env prints it as
+    ASAN_MODULE)."""
+    base = (environ or os.environ).get('GF2_STACK_MODULE') or 'glusterfs2'
+    if not re.match(r'^[A-Za-z0-9_]+$', base):
+        raise SystemExit('sanitizers: GF2_STACK_MODULE=%s: letters, digits '
+                         'and _ only' % base)
+    return base + '_asan'
+
+
+MODULE = asan_module_name()
 
 
 def _log(msg=''):
@@ -87,6 +99,16 @@ def waf(args, logf):
                           stderr=subprocess.STDOUT).returncode
 
 
+def configured_name(cache):
+    """The --module-name build-asan/ was configured with, or None."""
+    try:
+        with open(cache) as f:
+            m = re.search(r"^MODULE_NAME = '(\w+)'$", f.read(), re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
 def build_module(logdir, log=None):
     """The sanitizer build, rebuilt only when stale; returns the .so
     (None on failure; the build log is LOGDIR/build.log)."""
@@ -94,14 +116,15 @@ def build_module(logdir, log=None):
     so = os.path.join(BUILD_DIR, MODULE + '.so')
     cache = os.path.join(BUILD_DIR, 'c4che', '_cache.py')
     newest = newest_source_mtime()
-    if os.path.exists(so) and os.path.getmtime(so) >= newest and \
+    named = configured_name(cache) == MODULE
+    if named and os.path.exists(so) and os.path.getmtime(so) >= newest and \
             os.path.exists(os.path.join(TOP, WAFLOCK)):
         log('build: %s is up to date' % os.path.relpath(so, TOP))
         return so
     os.makedirs(logdir, exist_ok=True)
     buildlog = os.path.join(logdir, 'build.log')
     with open(buildlog, 'w') as logf:
-        if not os.path.exists(cache) or \
+        if not named or \
                 not os.path.exists(os.path.join(TOP, WAFLOCK)) or \
                 os.path.getmtime(cache) < os.path.getmtime(
                     os.path.join(TOP, 'wscript')) or \

@@ -38,10 +38,10 @@ def stack():
 
 
 # Sanitizer mode (`test/stack up --asan`, `test/run-all --asan`): the
-# stack's glusterfs2 shares and the tests' private smbds load
-# glusterfs2_asan.  Tests that cannot run that way are deselected here,
-# each with its reason, printed at the start and the end of the run; no
-# other test is left out.
+# stack's glusterfs2 shares and the tests' private smbds load the sanitizer
+# build (VFS_MODULE: glusterfs2_asan, NAME_asan for GF2_STACK_MODULE=NAME).
+# Tests that cannot run that way are deselected here, each with its reason,
+# printed at the start and the end of the run; no other test is left out.
 ASAN_DESELECT = {
     'test_write_spin.py': 'the socket transport is deliberately left bound '
     'as it is when malloc is interposed (AddressSanitizer refuses '
@@ -65,17 +65,22 @@ _asan_deselected = []
 _asan_relaxed = []
 
 
-def _sanitizer_mode():
+def _sanitizer_module():
+    """The module the stack's shares load in sanitizer mode, else None."""
     p = subprocess.run([os.path.join(TOP, 'test', 'stack'), 'env'],
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                        universal_newlines=True)
-    return p.returncode == 0 and any(
-        l.startswith('SANITIZE=') and l.strip() != 'SANITIZE='
-        for l in p.stdout.splitlines())
+    if p.returncode != 0:
+        return None
+    env = dict(l.split('=', 1) for l in p.stdout.splitlines() if '=' in l)
+    if not env.get('SANITIZE', '').strip():
+        return None
+    return env.get('VFS_MODULE', '').strip('\'"') or 'glusterfs2_asan'
 
 
 def pytest_collection_modifyitems(config, items):
-    if not _sanitizer_mode():
+    module = _sanitizer_module()
+    if module is None:
         return
     keep, drop = [], []
     for item in items:
@@ -90,8 +95,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
     tr = config.pluginmanager.get_plugin('terminalreporter')
     if tr:
-        tr.write_line('sanitizer mode (glusterfs2_asan): %d test(s) '
-                      'deselected' % len(drop))
+        tr.write_line('sanitizer mode (%s): %d test(s) deselected' %
+                      (module, len(drop)))
         for nodeid, reason in _asan_deselected:
             tr.write_line('  deselected %s: %s' % (nodeid, reason))
         for nodeid, reason in _asan_relaxed:

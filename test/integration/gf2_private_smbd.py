@@ -14,8 +14,9 @@ It never touches the stack's smbd, glusterd or volume settings.
 
 Sanitizer mode (the stack brought up with `test/stack up --asan`, which
 `test/stack env` shows as SANITIZE=address,undefined): every share's
-`vfs objects` entry glusterfs2 becomes VFS_MODULE (glusterfs2_asan, the
-module built with ASan and UBSan), and smbd runs with libasan preloaded,
+`vfs objects` entry glusterfs2 becomes VFS_MODULE (glusterfs2_asan, or
+NAME_asan for a stack with GF2_STACK_MODULE=NAME: the module built with
+ASan and UBSan), and smbd runs with libasan preloaded,
 its processes writing their reports to ASAN_REPORTS as
 {asan,ubsan}.NAME.PID, where `test/run-all --asan` classifies them with
 the stack's.  Timeouts for starting and stopping are tripled.
@@ -67,6 +68,7 @@ PORT_SLOTS = {
     'budget-mixed': 18,         # test_budget_mixed.py
     'lockcache': 19,            # test/bench/lockcache
     'metaprof': 20,             # test/bench/metaprof
+    'asan-shutdown': 21,        # test/asan/shutdown (test_asan_shutdown.py)
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'
@@ -287,7 +289,7 @@ class PrivateSmbd:
 
     def vfs_value(self, key, value):
         """`vfs objects` with glusterfs2 replaced by the stack's module
-        (glusterfs2_asan in sanitizer mode)."""
+        (the sanitizer build in sanitizer mode)."""
         if key != 'vfs objects' or self.module == 'glusterfs2':
             return value
         return ' '.join(self.module if x == 'glusterfs2' else x
@@ -316,16 +318,26 @@ class PrivateSmbd:
     # ------------------------------------------------------------ process
 
     def our_processes(self):
-        """Every live process of this private smbd (its smb.conf path is
-        on the command line; forked children keep the parent's)."""
-        pids = []
+        """Every live process of this private smbd: those with its smb.conf
+        path on the command line, and their descendants (up to Samba 4.17
+        forked children keep the parent's command line; later releases
+        retitle them, "smbd: client [...]")."""
+        infos = {}
         for d in os.listdir('/proc'):
             if not d.isdigit() or int(d) == os.getpid():
                 continue
             info = proc_info(int(d))
-            if info and (' -s %s ' % self.conf) in info[2] + ' ':
-                pids.append(int(d))
-        return pids
+            if info:
+                infos[int(d)] = info
+        ours = set(pid for pid, info in infos.items()
+                   if (' -s %s ' % self.conf) in info[2] + ' ')
+        grew = True
+        while grew:
+            kids = set(pid for pid, info in infos.items()
+                       if info[0] in ours) - ours
+            grew = bool(kids)
+            ours |= kids
+        return sorted(ours)
 
     def client_children(self):
         """smbd children serving a client connection."""

@@ -1,7 +1,8 @@
 """glusterfs2 under AddressSanitizer and UBSan in a real smbd.
 
-Runs test/asan/run: a sanitizer build of the module (glusterfs2_asan,
-installed beside glusterfs2.so) in a private smbd on its own port, clients
+Runs test/asan/run: a sanitizer build of the module (glusterfs2_asan, or
+NAME_asan for a stack with GF2_STACK_MODULE=NAME, installed beside
+glusterfs2.so) in a private smbd on its own port, clients
 that disconnect with reads and writes in flight (smbclient killed in the
 middle of large gets and puts, test/tools/smb2q abandon), checksummed
 reads and writes, smbtorture smb2.read and smb2.rw.  The test passes when

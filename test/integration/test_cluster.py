@@ -9,6 +9,9 @@ SMB2 session per head (impacket).
 
 import hashlib
 import os
+import sys
+import threading
+import time
 import uuid
 
 import pytest
@@ -18,6 +21,10 @@ from impacket import nt_errors
 
 import gf2_cluster
 from gf2_cluster import Head
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'tools'))
+import smb2q  # noqa: E402
 
 READ = s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES
 WRITE = s3.FILE_WRITE_DATA | s3.FILE_READ_ATTRIBUTES
@@ -145,3 +152,73 @@ def test_data_written_on_one_head_is_read_on_the_others(cl, heads):
     finally:
         for h, fid in zip(heads, fids):
             h.close(fid)
+
+
+def lease_break_seen(cl, holder_addr, opener_addr):
+    """A client on holder_addr holds an RWH lease on a new file; a client
+    on opener_addr opens it for writing.  Returns (the breaks the holder
+    received, the opener's status, whether the opener's open came back
+    only after the holder acknowledged)."""
+    name = new_name()
+    path = os.path.join(cl['FUSE_MOUNT'], name)
+    with open(path, 'wb') as f:
+        f.write(b'leased')
+    os.chmod(path, 0o666)
+    holder = smb2q.Conn(holder_addr, int(cl['SMB_PORT']), cl['SMB_USER'],
+                        cl['SMB_PASS'], cl['SHARE'], timeout=60)
+    opener = Head(opener_addr, cl, timeout=60)
+    try:
+        holder.open(name, write=True, create=False,
+                    lease_key=os.urandom(16))
+        assert holder.granted == 'lease RWH', holder.granted
+        out = {}
+
+        def do_open():
+            try:
+                fid = opener.open(name, WRITE, SHARE_ALL)
+                out['at'] = time.monotonic()
+                out['status'] = 0
+                opener.close(fid)
+            except SessionError as e:
+                out['status'] = gf2_cluster.status_of(e)
+
+        t = threading.Thread(target=do_open)
+        t.start()
+        deadline = time.monotonic() + 40
+        while not holder.breaks and time.monotonic() < deadline:
+            holder.timeout = max(1, deadline - time.monotonic())
+            try:
+                for _ in holder.recv_responses():
+                    pass
+            except smb2q.Failure:
+                break
+        holder.settle()
+        t.join(60)
+        assert not t.is_alive(), 'the opener never got an answer'
+        acked = holder.breaks[0]['acked'] if holder.breaks else False
+        return (holder.breaks, out.get('status'),
+                acked is not False and
+                out.get('at', 0) + 0.001 >= holder.t0 + acked)
+    finally:
+        opener.drop()
+        holder.drop()
+
+
+def test_lease_broken_across_heads(cl):
+    """An RWH lease held through node 1 is broken when a client of node 2
+    opens the file for writing: the break arrives at node 1's client, it
+    loses write caching, and node 2's open completes once the break was
+    acknowledged, exactly as between two connections to one head."""
+    a = cl['NODE_IPS'].split()
+    one = lease_break_seen(cl, a[0], a[0])
+    two = lease_break_seen(cl, a[0], a[1])
+    for what, (breaks, status, after_ack) in (('one head', one),
+                                              ('two heads', two)):
+        assert breaks, '%s: no break reached the lease holder' % what
+        assert breaks[0]['type'] == 'lease' and breaks[0]['from'] == 'RWH', \
+            (what, breaks)
+        assert 'W' not in breaks[0]['to'], (what, breaks)
+        assert breaks[0]['acked'], (what, breaks)
+        assert status == 0, (what, gf2_cluster.status_name(status))
+        assert after_ack, '%s: the open completed before the ack' % what
+    assert [b['to'] for b in two[0]] == [b['to'] for b in one[0]], (one, two)

@@ -852,14 +852,7 @@ def stat_prefetch(stack, request):
             time.sleep(1)
 
 
-@pytest.mark.parametrize('stat_prefetch', [
-    'off',
-    pytest.param('on', marks=pytest.mark.xfail(strict=True, reason=(
-        'gfapi\'s md-cache (performance.stat-prefetch, on by default) '
-        'answers the second user\'s lookup from the first user\'s '
-        'listing without asking the bricks; the stock module and FUSE '
-        'are refused in the same scenario: not yet understood')))],
-    indirect=True)
+@pytest.mark.parametrize('stat_prefetch', ['off', 'on'], indirect=True)
 def test_kept_lookup_not_served_to_another_user(stack, tmpname,
                                                 stat_prefetch):
     """Two users on one connection (one smbd process, one metadata
@@ -869,7 +862,13 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
     its attributes: Gluster refuses it the lookup inside the directory,
     so must the module.  Before the fix the kept stat answered the
     lookup whoever asked, and the second user got the file's size (with
-    md-cache off, so that only the module's cache is under test)."""
+    md-cache off, so that only the module's cache is under test).  With
+    md-cache on (Gluster's default), gfapi itself answered: it resolves
+    the directory from its inode table and md-cache serves the file's
+    lookup from the first user's listing, so no brick checked the
+    directory; the module now asks Gluster whether the caller may search
+    each directory of a path (access X_OK, kept per identity) before a
+    lookup, as a local file system checks each directory it walks."""
     d = os.path.join(stack['FUSE_MOUNT'], tmpname)
     os.mkdir(d)
     f = os.path.join(d, 'f')
@@ -910,6 +909,110 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
     finally:
         conn.drop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def acl_mount(stack):
+    """A FUSE mount of the stack's volume with POSIX ACLs (the stack's
+    own has none), to set ACLs as another Gluster client would."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix='gf2-acl-')
+    subprocess.run(['mount', '-t', 'glusterfs', '-o', 'acl',
+                    '%s:/%s' % (stack['GLUSTER_HOST'],
+                                stack['GLUSTER_VOLUME']), d], check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(['umount', d])
+        os.rmdir(d)
+
+
+def two_users_eof(stack, share, path, first_lists):
+    """End of file of path for the second user, on a connection where the
+    first user listed first_lists (directories, so that their entries are
+    kept); the status code if refused."""
+    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                      stack['SMB_USER'], stack['SMB_PASS'], share,
+                      timeout=60)
+    try:
+        s1 = conn.c._Session
+        s2, tid2 = second_login(conn, stack['SMB_USER2'],
+                                  stack['SMB_PASS2'], share)
+        for d in first_lists:
+            assert ea_sizes(conn, conn.tid, d) is not None
+        use_login(conn, s2)
+        try:
+            return end_of_file(conn, tid2, path)
+        except smb2q.smb3.SessionError as e:
+            return e.get_error_code()
+        finally:
+            use_login(conn, s1)
+    finally:
+        conn.drop()
+
+
+def test_search_refused_by_acl_entry(stack, tmpname, acl_mount):
+    """A directory every user may search by its mode (0755) but whose
+    POSIX ACL gives the second user no permission (u:USER2:---): the
+    second user may not look inside it, on glusterfs2 as on the local
+    share, even right after the first user listed it in the same smbd
+    process (gfapi's md-cache then holds the entry; the module's check
+    asks the bricks, whose rule includes the ACL)."""
+    u2 = stack['SMB_USER2']
+    got = {}
+    for share, base in (('glusterfs2', acl_mount),
+                        ('local', stack['LOCAL_DIR'])):
+        d = os.path.join(base, tmpname)
+        os.mkdir(d)
+        with open(os.path.join(d, 'f'), 'wb') as fh:
+            fh.write(b'a' * 77)
+        os.chmod(os.path.join(d, 'f'), 0o644)
+        os.chmod(d, 0o755)
+        subprocess.run(['setfacl', '-m', 'u:%s:---' % u2, d], check=True)
+        try:
+            time.sleep(1.2)
+            got[share] = two_users_eof(stack, share, tmpname + '\\f',
+                                       ['', tmpname])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    assert got['local'] == STATUS_ACCESS_DENIED, got
+    assert got['glusterfs2'] == STATUS_ACCESS_DENIED, got
+
+
+def test_search_revoked_seen_within_bound(stack, tmpname):
+    """The module keeps Gluster's answer to "may this user search this
+    directory" for at most 1 s: after another Gluster client takes the
+    permission away (chmod 0700 through FUSE), the second user, who
+    looked inside the directory a moment before, is refused once that
+    bound has passed, as on the local share (where the change is seen at
+    once)."""
+    got = {}
+    for share, base in (('glusterfs2', stack['FUSE_MOUNT']),
+                        ('local', stack['LOCAL_DIR'])):
+        d = os.path.join(base, tmpname)
+        os.mkdir(d)
+        with open(os.path.join(d, 'f'), 'wb') as fh:
+            fh.write(b'r' * 55)
+        os.chmod(os.path.join(d, 'f'), 0o644)
+        shutil.chown(d, stack['SMB_USER'])
+        os.chmod(d, 0o755)
+        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                          stack['SMB_USER2'], stack['SMB_PASS2'], share,
+                          timeout=60)
+        try:
+            before = end_of_file(conn, conn.tid, tmpname + '\\f')
+            os.chmod(d, 0o700)
+            time.sleep(1.5)
+            try:
+                after = end_of_file(conn, conn.tid, tmpname + '\\f')
+            except smb2q.smb3.SessionError as e:
+                after = e.get_error_code()
+            got[share] = (before, after)
+        finally:
+            conn.drop()
+            shutil.rmtree(d, ignore_errors=True)
+    assert got['local'] == (55, STATUS_ACCESS_DENIED), got
+    assert got['glusterfs2'] == (55, STATUS_ACCESS_DENIED), got
 
 
 # -- how long a listing holds smbd's main loop ---------------------------

@@ -35,6 +35,13 @@ namespaces, overlays, dpkg); skipped when the package is installed on
 this machine (dpkg -i would then upgrade it, and the machine's view of the
 module is the packaged one).  GF2_PKG_PORT overrides the private smbd's
 port; GF2_SKIP_PACKAGE_TEST=1 skips the test.
+
+Inside a test platform (GF2_PLATFORM=NAME: `test/stack exec --platform
+NAME`, `test/platform/root run NAME`, test/run-all --platform NAME) the
+package is build-deb/NAME/samba-vfs-glusterfs2_*.deb, depending on the
+platform's samba; it is not built there (the root has no git to list the
+sources): scripts/build-deb --platform NAME builds it from the host, and
+without a current one the test is skipped with that reason.
 """
 
 import filecmp
@@ -52,7 +59,9 @@ from conftest import TOP, Smb, sha256
 from gf2_private_smbd import PrivateSmbd, private_port, parse_smb_conf
 
 PKG = 'samba-vfs-glusterfs2'
-OUT = os.path.join(TOP, 'build-deb')
+PLATFORM = os.environ.get('GF2_PLATFORM', '')
+OUT = os.path.join(TOP, 'build-deb', PLATFORM) if PLATFORM else \
+    os.path.join(TOP, 'build-deb')
 PKG_INPUTS = ('source', 'include', 'wscript', 'waf', 'scripts', 'debian',
               'docs', 'smb.conf.examples', 'README')
 
@@ -102,6 +111,11 @@ def get_deb():
                   key=os.path.getmtime)
     if debs and os.path.getmtime(debs[-1]) > newest_input_mtime():
         return debs[-1], 'reused (newer than its sources)'
+    if PLATFORM:
+        pytest.skip('inside platform %s: no build-deb/%s/%s_*.deb newer '
+                    'than its sources, and the package is not built inside '
+                    'a platform: run scripts/build-deb --platform %s on the '
+                    'host first' % (PLATFORM, PLATFORM, PKG, PLATFORM))
     t0 = time.time()
     p = run([os.path.join(TOP, 'scripts', 'build-deb')], timeout=900)
     took = time.time() - t0

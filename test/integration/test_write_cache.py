@@ -262,6 +262,59 @@ def test_write_through_drains(stack, slow_bricks):
     assert ok, what
 
 
+def test_read_waits_for_queued_writes_not_the_main_loop(stack,
+                                                        slow_bricks):
+    """A read of a file whose acknowledged writes are still queued waits
+    for them, so it returns what was written and the brick holds every
+    acknowledged byte by the time it is answered; but it waits without
+    holding smbd's main loop: a read of another file, sent after it on
+    the same connection (the same smbd process), is answered first.
+    When the wait blocked the main thread, the second read was not even
+    looked at until the queue had landed."""
+    name = 'wc-readwait.bin'
+    other = 'wc-readwait-other.bin'
+    fresh(stack, name)
+    opat = smb2q.Pattern('readwait-other')
+    with open(os.path.join(stack['FUSE_MOUNT'], other), 'wb') as f:
+        f.write(opat.get(0, 64 * KiB))
+    conn = connect(stack)
+    try:
+        ofid = conn.open(other, write=False, create=False)
+        fid = conn.open(name, write=True, create=True,
+                        lease_key=lease_key())
+        assert conn.granted == 'lease RWH'
+        pat = smb2q.Pattern('readwait')
+        size = 4 * MiB
+        conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+        conn.ensure_credits(2)
+        first = conn.send(conn.read_packet(fid, 0, 64 * KiB), 1)
+        conn.pending[first] = {}
+        second = conn.send(conn.read_packet(ofid, 0, 64 * KiB), 1)
+        conn.pending[second] = {}
+        order, data, brick = [], {}, None
+        while len(order) < 2:
+            for mid, status, frame, pos, end in conn.recv_responses():
+                conn.pending.pop(mid, None)
+                assert status == smb2q.STATUS_SUCCESS, \
+                    smb2q.status_str(status)
+                doff = frame[pos + 66]
+                dlen = int.from_bytes(frame[pos + 68:pos + 72], 'little')
+                data[mid] = bytes(frame[pos + doff:pos + doff + dlen])
+                order.append(mid)
+                if mid == first:
+                    brick = brick_prefix_ok(stack, name, pat, size)
+        conn.close(ofid)
+        conn.close(fid)
+    finally:
+        conn.drop()
+    assert data[first] == pat.get(0, 64 * KiB)
+    assert data[second] == opat.get(0, 64 * KiB)
+    assert brick[0], brick[1]
+    assert order == [second, first], (
+        'the read of another file waited for the queued writes of this '
+        'one: the main loop was held')
+
+
 def test_second_opener_sees_every_acknowledged_byte(stack, slow_bricks):
     """A holds an RWH lease and streams writes that are acknowledged
     once queued (the bricks slowed down); B, on another connection (another

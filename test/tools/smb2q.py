@@ -44,6 +44,15 @@ Data path details (why not impacket's read()/write()/recvSMB()):
     TCP connection dropped (the stock module's tree disconnect waits ~10 s
     for glfs_fini).  `abandon` instead resets the connection (SO_LINGER 0)
     with every request still unanswered.
+  - `sustain` keeps --reads reads and --writes writes (DEPTH each by
+    default) and --flushes FLUSH requests outstanding on an existing file
+    (of at least --size bytes; --lease and --oplock apply), sending
+    the next of a kind as each is answered, until the server ends the
+    connection (or --duration seconds pass); it tells stderr once all are
+    first in flight, and reports what was outstanding when the connection
+    ended (outstanding_at_end) and which answers were errors (failed).
+    For stopping a server under load: the end of the connection is the
+    expected outcome, not a failure.
   - server_pid/server_ppid in the output: the local process holding the
     server end of the connection (found through /proc when the server runs
     on this machine), i.e. the smbd child that served it.
@@ -106,6 +115,10 @@ NBT = struct.Struct('>I')
 
 class Failure(Exception):
     """A test failure: exit status 1."""
+
+
+class ServerClosed(Failure):
+    """The server ended the connection (an orderly close or a reset)."""
 
 
 class Usage(Exception):
@@ -401,9 +414,14 @@ class Conn:
                 k = self.sock.recv_into(memoryview(buf)[self.rx_got:])
             except (BlockingIOError, InterruptedError):
                 return
+            except ConnectionResetError:
+                raise ServerClosed('the server reset the connection (%d '
+                                   'requests outstanding)' %
+                                   len(self.pending))
             if k == 0:
-                raise Failure('the server closed the connection (%d '
-                              'requests outstanding)' % len(self.pending))
+                raise ServerClosed('the server closed the connection (%d '
+                                   'requests outstanding)' %
+                                   len(self.pending))
             self.rx_got += k
             if self.rx_got < len(buf):
                 continue
@@ -444,6 +462,11 @@ class Conn:
                     sent += self.sock.send(view[sent:sent + (4 << 20)])
                 except (BlockingIOError, InterruptedError):
                     pass
+                except (BrokenPipeError, ConnectionResetError):
+                    raise ServerClosed('the server closed the connection '
+                                       'while a request was being sent '
+                                       '(%d requests outstanding)' %
+                                       len(self.pending))
 
     def _send_packet(self, data):
         """Replaces impacket's NetBIOSTCPSession.send_packet: a session
@@ -868,6 +891,87 @@ class Conn:
                                                 min(depth, nreq)))
         return h.hexdigest(), secs, maxout
 
+    def flush_packet(self, fid):
+        return RawPacket(s3.SMB2_FLUSH, self.tid,
+                         struct.pack('<HHI16s', 24, 0, 0, fid))
+
+    def sustain(self, fid, size, req, nread, nwrite, nflush, pattern,
+                duration=0.0):
+        """Keep `nread` reads, `nwrite` writes (of `req` bytes, cycling
+        through the first `size` bytes of the file) and `nflush` FLUSH
+        requests outstanding, sending the next one of a kind as soon as
+        one is answered, until the server ends the connection or, with a
+        duration, that many seconds have passed.  Read data is not checked
+        (the writes change it meanwhile).  Once every kind first has its
+        full number outstanding, one line goes to stderr ("smb2q:
+        sustaining ..."), so that a caller knows the I/O is in flight.
+        Returns what was sent, answered and outstanding at the end."""
+        span = max(req, size)
+        want = {'read': nread, 'write': nwrite, 'flush': nflush}
+        self.ensure_credits((nread + nwrite) * self.charge(req) + nflush + 1)
+        out = {k: 0 for k in want}
+        sent = {k: 0 for k in want}
+        answered = {k: 0 for k in want}
+        failed = collections.Counter()
+        nxt = {'read': 0, 'write': span // 2}
+        pend = self.pending
+        announced = None
+        ended = None
+        t0 = time.monotonic()
+        try:
+            while True:
+                for kind in ('read', 'write', 'flush'):
+                    while out[kind] < want[kind]:
+                        if kind == 'flush':
+                            n, pkt = 0, self.flush_packet(fid)
+                        else:
+                            off = nxt[kind] % span
+                            n = min(req, span - off)
+                            nxt[kind] = off + n
+                            pkt = self.read_packet(fid, off, n) \
+                                if kind == 'read' else \
+                                self.write_packet(fid, off,
+                                                  pattern.get(off, n))
+                        ch = self.charge(n)
+                        if ch > self.credits:
+                            break
+                        mid = self.send(pkt, ch)
+                        pend[mid] = {'what': kind}
+                        out[kind] += 1
+                        sent[kind] += 1
+                if announced is None and out == want:
+                    announced = round(time.monotonic() - t0, 3)
+                    sys.stderr.write(
+                        'smb2q: sustaining %d reads, %d writes and %d '
+                        'flushes in flight (server pid %s)\n' % (
+                            nread, nwrite, nflush, self.server_pid))
+                    sys.stderr.flush()
+                if duration and time.monotonic() - t0 > duration:
+                    ended = 'duration of %.1f s reached' % duration
+                    break
+                for mid, status, _f, _p, _e in self.recv_responses():
+                    rq = pend.pop(mid, None)
+                    if rq is None:
+                        raise Failure('response to unknown message id %d '
+                                      '(status %s)' % (mid,
+                                                       status_str(status)))
+                    if rq.get('what') == 'break_ack':
+                        self._break_ack_done(rq, status)
+                        continue
+                    kind = rq['what']
+                    out[kind] -= 1
+                    answered[kind] += 1
+                    if status != STATUS_SUCCESS:
+                        failed['%s %s' % (kind, status_name(status))] += 1
+        except ServerClosed as e:
+            ended = str(e)
+        return {'sent': sent, 'answered': answered,
+                'outstanding_at_end': out, 'failed': dict(failed),
+                'full_after_seconds': announced,
+                'seconds': round(time.monotonic() - t0, 3),
+                'ended': ended, 'server_ended': duration == 0 or
+                not ended.startswith('duration')}
+
     def abandon(self, fid, size, req, depth, pattern):
         """Put `depth` reads and `depth` writes in flight, then reset the
         connection without waiting for any response.  What arrives while
@@ -927,8 +1031,18 @@ def build_parser():
                    help='seconds to wait before answering a break')
     p.add_argument('--flush', action='store_true',
                    help='send FLUSH after the writes, before CLOSE')
+    p.add_argument('--reads', type=int, default=None,
+                   help='sustain: reads kept outstanding (default --depth)')
+    p.add_argument('--writes', type=int, default=None,
+                   help='sustain: writes kept outstanding (default --depth)')
+    p.add_argument('--flushes', type=int, default=2,
+                   help='sustain: FLUSH requests kept outstanding '
+                   '(default 2)')
+    p.add_argument('--duration', type=float, default=0.0,
+                   help='sustain: stop after this many seconds (default: '
+                   'when the server ends the connection)')
     p.add_argument('action', choices=('write', 'read', 'roundtrip',
-                                      'abandon'))
+                                      'abandon', 'sustain'))
     return p
 
 
@@ -949,6 +1063,17 @@ def run(args):
         raise Usage('--port must be 1-65535')
     charge = max(1, (req + 65535) // 65536)
     need = args.depth * charge * (2 if args.action == 'abandon' else 1)
+    if args.action == 'sustain':
+        for k in ('reads', 'writes'):
+            if getattr(args, k) is None:
+                setattr(args, k, args.depth)
+            if not 0 <= getattr(args, k) <= 4096:
+                raise Usage('--%s must be between 0 and 4096' % k)
+        if not 0 <= args.flushes <= 256:
+            raise Usage('--flushes must be between 0 and 256')
+        if args.reads + args.writes + args.flushes == 0:
+            raise Usage('sustain: nothing to keep in flight')
+        need = (args.reads + args.writes) * charge + args.flushes
     if need + 1 > MAX_CREDITS - CREDIT_RESERVE:
         raise Usage('--depth %d with --req-size %d needs %d credits in '
                     'flight; Samba grants at most %d' % (
@@ -983,6 +1108,17 @@ def run(args):
             sent = conn.abandon(fid, size, req, args.depth, pattern)
             out.update({'reads_in_flight': sent['read'],
                         'writes_in_flight': sent['write']})
+            return out
+        if args.action == 'sustain':
+            fid = conn.open(args.file, write=True, create=False,
+                            oplock=args.oplock, lease_key=lease_key)
+            out['granted'] = conn.granted
+            out.update(conn.sustain(fid, size, req, args.reads, args.writes,
+                                    args.flushes, pattern, args.duration))
+            if out['server_ended']:
+                conn.abort()
+            else:
+                conn.drop()
             return out
         phases = []
         if args.action in ('write', 'roundtrip'):

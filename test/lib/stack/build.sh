@@ -82,14 +82,15 @@ ensure_module() {
 }
 
 # The sanitizer build of the module, built when stale and installed as
-# MODULESDIR/vfs/glusterfs2_asan.so.  Prints "installed" when the
+# MODULESDIR/vfs/$ASAN_MODULE.so (MODULE_asan).  Prints "installed" when the
 # installed file changed.
 ensure_asan_module() {
 	local mod before="" out
 	mod="$(modules_dir)/vfs/$ASAN_MODULE.so"
 	if [ -f "$mod" ]; then before=$(sha256sum < "$mod"); fi
 	log "sanitizer module: building when stale (log: $STACK/asan/build.log)" >&2
-	if ! out=$("$SANITIZERS" build --logdir "$STACK/asan" 2>&1); then
+	if ! out=$(GF2_STACK_MODULE=$MODULE "$SANITIZERS" build \
+		--logdir "$STACK/asan" 2>&1); then
 		echo "$out" | sed 's/^/    | /' >&2
 		tail -n 25 "$STACK/asan/build.log" 2>/dev/null | sed 's/^/    | /' >&2
 		die "could not build/install the sanitizer module $ASAN_MODULE"

@@ -38,6 +38,13 @@ ASAN_REPORTS=$STACK/asan-reports
 SANITIZERS=$ROOT/test/asan/sanitizers.py
 OUR_VOLUMES="$VOL_DIST $VOL_REP3"
 SMB_HOST=127.0.0.1
+# Addresses smbd listens on besides 127.0.0.1 (GF2_STACK_LISTEN): the
+# stack inside a test platform (test/stack up --platform NAME) also
+# listens on the platform's namespace address, which the host reaches.
+LISTEN=${GF2_STACK_LISTEN:-}
+case $LISTEN in
+*[!0-9A-Fa-f.:\ ]*) echo "test/stack: GF2_STACK_LISTEN=$LISTEN: IP addresses only" >&2; exit 2 ;;
+esac
 # The share of a baseline build of the module (up --baseline-module NAME)
 BASE_SHARE=glusterfs2-base
 

@@ -35,6 +35,7 @@ MODULE_STATE $(module_state)
 VFS_MODULE $vfs_module
 SANITIZE $sanitize
 ASAN_REPORTS $asan_reports
+ASAN_MODULE $ASAN_MODULE
 EOF
 	base=$(state_get BASELINE_MODULE)
 	if [ -n "$base" ]; then

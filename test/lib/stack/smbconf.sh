@@ -25,7 +25,7 @@ write_smb_conf() {
 	workgroup = GF2TEST
 	netbios name = GF2STACK
 	smb ports = $port
-	interfaces = lo
+	interfaces = lo${LISTEN:+ $LISTEN}
 	bind interfaces only = yes
 	disable netbios = yes
 	private dir = $SMBDIR/private

@@ -171,5 +171,5 @@ cmd_up() {
 	fi
 	local modetxt=""
 	if [ "$asan" = 1 ]; then modetxt=" (sanitizer mode: $ASAN_MODULE, reports in $ASAN_REPORTS)"; fi
-	log "up: volume $vol, smbd on $SMB_HOST:$port, shares: $SHARES${base:+ $BASE_SHARE ($base)}$modetxt (test/stack env)"
+	log "up: volume $vol, smbd on $SMB_HOST:$port${LISTEN:+ (and $LISTEN)}, shares: $SHARES${base:+ $BASE_SHARE ($base)}$modetxt (test/stack env)"
 }
