@@ -838,6 +838,19 @@ def use_login(conn, state):
     conn.c._Session = state
 
 
+def eof_as(conn, state, tid, path):
+    """End of file of path under the login state (second_login), or the
+    status code if refused; conn's own login is restored after."""
+    own = conn.c._Session
+    use_login(conn, state)
+    try:
+        return end_of_file(conn, tid, path)
+    except smb2q.smb3.SessionError as e:
+        return e.get_error_code()
+    finally:
+        use_login(conn, own)
+
+
 @pytest.fixture
 def stat_prefetch(stack, request):
     vol = stack['GLUSTER_VOLUME']
@@ -883,19 +896,12 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
                       timeout=60)
     path = tmpname + '\\f'
     try:
-        s1 = conn.c._Session
         tid1 = conn.tid
         s2, tid2 = second_login(conn, stack['SMB_USER2'],
                                   stack['SMB_PASS2'], 'glusterfs2')
 
         def user2_eof():
-            use_login(conn, s2)
-            try:
-                return end_of_file(conn, tid2, path)
-            except smb2q.smb3.SessionError as e:
-                return e.get_error_code()
-            finally:
-                use_login(conn, s1)
+            return eof_as(conn, s2, tid2, path)
 
         # control: the bricks refuse the second user
         assert user2_eof() == STATUS_ACCESS_DENIED
@@ -935,18 +941,11 @@ def two_users_eof(stack, share, path, first_lists):
                       stack['SMB_USER'], stack['SMB_PASS'], share,
                       timeout=60)
     try:
-        s1 = conn.c._Session
         s2, tid2 = second_login(conn, stack['SMB_USER2'],
                                   stack['SMB_PASS2'], share)
         for d in first_lists:
             assert ea_sizes(conn, conn.tid, d) is not None
-        use_login(conn, s2)
-        try:
-            return end_of_file(conn, tid2, path)
-        except smb2q.smb3.SessionError as e:
-            return e.get_error_code()
-        finally:
-            use_login(conn, s1)
+        return eof_as(conn, s2, tid2, path)
     finally:
         conn.drop()
 
