@@ -950,6 +950,20 @@ def two_users_eof(stack, share, path, first_lists):
         conn.drop()
 
 
+def dir_with_file(base, name, data, owner=None):
+    """base/name, a directory (0755, of owner if given) holding one file
+    f (0644) with data; returns the directory's path."""
+    d = os.path.join(base, name)
+    os.mkdir(d)
+    with open(os.path.join(d, 'f'), 'wb') as fh:
+        fh.write(data)
+    os.chmod(os.path.join(d, 'f'), 0o644)
+    if owner is not None:
+        shutil.chown(d, owner)
+    os.chmod(d, 0o755)
+    return d
+
+
 def test_search_refused_by_acl_entry(stack, tmpname, acl_mount):
     """A directory every user may search by its mode (0755) but whose
     POSIX ACL gives the second user no permission (u:USER2:---): the
@@ -961,12 +975,7 @@ def test_search_refused_by_acl_entry(stack, tmpname, acl_mount):
     got = {}
     for share, base in (('glusterfs2', acl_mount),
                         ('local', stack['LOCAL_DIR'])):
-        d = os.path.join(base, tmpname)
-        os.mkdir(d)
-        with open(os.path.join(d, 'f'), 'wb') as fh:
-            fh.write(b'a' * 77)
-        os.chmod(os.path.join(d, 'f'), 0o644)
-        os.chmod(d, 0o755)
+        d = dir_with_file(base, tmpname, b'a' * 77)
         subprocess.run(['setfacl', '-m', 'u:%s:---' % u2, d], check=True)
         try:
             time.sleep(1.2)
@@ -988,13 +997,7 @@ def test_search_revoked_seen_within_bound(stack, tmpname):
     got = {}
     for share, base in (('glusterfs2', stack['FUSE_MOUNT']),
                         ('local', stack['LOCAL_DIR'])):
-        d = os.path.join(base, tmpname)
-        os.mkdir(d)
-        with open(os.path.join(d, 'f'), 'wb') as fh:
-            fh.write(b'r' * 55)
-        os.chmod(os.path.join(d, 'f'), 0o644)
-        shutil.chown(d, stack['SMB_USER'])
-        os.chmod(d, 0o755)
+        d = dir_with_file(base, tmpname, b'r' * 55, owner=stack['SMB_USER'])
         conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
                           stack['SMB_USER2'], stack['SMB_PASS2'], share,
                           timeout=60)
