@@ -38,7 +38,10 @@
  *                 --fsize bytes) for --seconds
  *   common: --port N, --user U, --pass P (default: $SMB_USER, $SMB_PASS),
  *           --linger S: each client keeps its connection S seconds after
- *           its timed part (so that the server's RSS can be sampled)
+ *           its timed part (so that the server's RSS can be sampled),
+ *           --timeout S: how long a client waits for an answer (a tree
+ *           connect included) before it fails; libsmbclient's default
+ *           (20 s) if not given
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,6 +82,7 @@ struct opts {
 	uint64_t fsize;
 	int samples;
 	double linger;
+	double timeout;
 };
 
 struct slot {
@@ -143,6 +147,8 @@ static SMBCCTX *new_ctx(struct slot *s)
 	smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
 	if (O.port > 0)
 		smbc_setPort(ctx, (uint16_t)O.port);
+	if (O.timeout > 0)
+		smbc_setTimeout(ctx, (int)(O.timeout * 1000));
 	if (smbc_init_context(ctx) == NULL) {
 		fail(s, "smbc_init_context: %s", strerror(errno));
 		return NULL;
@@ -745,7 +751,7 @@ static void usage(void)
 		"multiwrite|smallread --url URL [--port N] [--user U] "
 		"[--pass P] [--bs N] [--size N] [--seed N] [--seconds S] "
 		"[--clients N] [--region N] [--files N] [--fsize N] "
-		"[--samples N] [--linger S]\n");
+		"[--samples N] [--linger S] [--timeout S]\n");
 	_exit(2);
 }
 
@@ -803,6 +809,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--fsize")) O.fsize = num(v);
 		else if (!strcmp(a, "--samples")) O.samples = (int)num(v);
 		else if (!strcmp(a, "--linger")) O.linger = atof(v);
+		else if (!strcmp(a, "--timeout")) O.timeout = atof(v);
 		else usage();
 	}
 	if (O.url == NULL || O.user == NULL || O.pass == NULL) {

@@ -170,8 +170,10 @@ class PackageRoot:
             assert p.returncode == 0, 'overlay on %s: %s' % (lower, p.stdout)
 
     def cmd(self, *args):
-        return ['nsenter', '-t', str(self.holder.pid), '-m', '--'] + \
-            list(args)
+        # -r -w: the holder's root and working directory, which inside a
+        # platform's chroot are not the namespace's own "/"
+        return ['nsenter', '-t', str(self.holder.pid), '-m', '-r', '-w',
+                '--'] + list(args)
 
     def run(self, *args, timeout=300):
         return run(self.cmd(*args), timeout=timeout)
@@ -299,7 +301,12 @@ def test_package_build_install_serve_remove(stack, tmp_path):
                     with open('/proc/%d/maps' % pid) as f:
                         for line in f:
                             parts = line.split()
-                            if len(parts) >= 6 and parts[5] == target:
+                            # the path as seen from this process's root:
+                            # inside a platform's chroot, the overlay of
+                            # another mount namespace shows with the
+                            # root's host path before it
+                            if len(parts) >= 6 and \
+                                    parts[5].endswith(target):
                                 mapped.append(int(parts[4]))
                 except OSError:
                     pass

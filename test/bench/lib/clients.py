@@ -58,6 +58,8 @@ class Clients:
                self.smb_url(share, path), '--port', str(self.port)]
         for k, v in kw.items():
             cmd += ['--' + k, str(v)]
+        if os.environ.get('GF2_BENCH_CLIENT_TIMEOUT'):
+            cmd += ['--timeout', os.environ['GF2_BENCH_CLIENT_TIMEOUT']]
         rc, out, err = self.run_cmd(
             cmd, timeout, env={'SMB_USER': self.user,
                                'SMB_PASS': self.password}, client=True)
