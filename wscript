@@ -133,6 +133,16 @@ def options(opt):
                         'WAFLOCK=.lock-waf-asan ./waf configure '
                         '--out=build-asan --sanitize=address,undefined '
                         '--module-name=glusterfs2_asan (see docs/hacking.md)')
+    grp.add_option('--accept-samba-patch-release',
+                   dest='accept_patch_release', default=False,
+                   action='store_true',
+                   help='accept a Samba source tree of another patch '
+                        'release of the installed smbd\'s release series '
+                        '(4.24.7 for smbd 4.24.8) when the exact one '
+                        'cannot be had; a warning says so (also '
+                        'GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE=1). smbd '
+                        'still refuses a module of another VFS interface '
+                        'version when it loads it')
     grp.add_option('--debug-build', dest='debug_build', default=False,
                    action='store_true',
                    help='-O0 -g3 instead of -O2 -g')
@@ -210,10 +220,22 @@ def configure(conf):
     tree_version = _tree_version(tree)
     conf.end_msg('%s (%s)' % (tree, tree_version))
     if tree_version != smbd_version:
-        conf.fatal('the Samba source tree %s is version %s but the '
-                   'installed smbd is %s: a module must be built against '
-                   'the headers of the smbd that loads it' %
-                   (tree, tree_version, smbd_version))
+        accept = (Options.options.accept_patch_release or
+                  os.environ.get('GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE')
+                  == '1')
+        series = tree_version.rsplit('.', 1)[0]
+        if not accept or series != smbd_version.rsplit('.', 1)[0]:
+            conf.fatal('the Samba source tree %s is version %s but the '
+                       'installed smbd is %s: a module must be built '
+                       'against the headers of the smbd that loads it%s' %
+                       (tree, tree_version, smbd_version,
+                        '' if series != smbd_version.rsplit('.', 1)[0]
+                        else ' (--accept-samba-patch-release takes '
+                        'another patch release of the same series)'))
+        conf.msg('Samba tree of another patch release',
+                 'accepted: %s for smbd %s (same release series; smbd '
+                 'checks the VFS interface version at load)' %
+                 (tree_version, smbd_version), color='YELLOW')
 
     conf.start_msg('Checking SMB_VFS_INTERFACE_VERSION')
     iface = _tree_vfs_interface(tree)
