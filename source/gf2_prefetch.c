@@ -408,12 +408,21 @@ static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 }
 
 /*
- * A direct read is sent as pieces of at most GF2_PF_DIRECT_PIECE, all in
- * flight at once, each into its own part of the caller's buffer: gfapi
- * takes a reply buffer of the read's size and copies it out, and for
- * reads of several MiB those buffers cost fresh pages on every reply.
+ * A direct read of at most GF2_PF_DIRECT_WHOLE goes out as one gfapi read
+ * into the caller's buffer.  A larger one (smbclient and Windows ask for up
+ * to 8 MiB at a time) goes out as pieces of GF2_PF_CHUNK, all in flight at
+ * once, each into its own part of the buffer: gfapi takes a reply buffer
+ * of each read's size, and replies of that size come from buffers it
+ * reuses, where replies of a MiB and more fault in fresh pages every time
+ * (measured with smbclient get of 1 GiB: 1 MiB pieces 290 MB/s, 124 KiB
+ * pieces 580 MB/s, on the same stack).
  */
-#define GF2_PF_DIRECT_PIECE (1024 * 1024)
+#define GF2_PF_DIRECT_WHOLE (1024 * 1024)
+
+static uint64_t gf2_pf_direct_piece(uint64_t n)
+{
+	return n <= GF2_PF_DIRECT_WHOLE ? MAX(n, 1) : GF2_PF_CHUNK;
+}
 
 struct gf2_pf_piece {
 	struct tevent_req *req;
@@ -427,8 +436,8 @@ static void gf2_pf_read_direct(struct tevent_req *req)
 	unsigned n, i;
 
 	n = state->n == 0 ? 1 :
-		(unsigned)((state->n + GF2_PF_DIRECT_PIECE - 1) /
-			   GF2_PF_DIRECT_PIECE);
+		(unsigned)((state->n + gf2_pf_direct_piece(state->n) - 1) /
+			   gf2_pf_direct_piece(state->n));
 	state->got = talloc_zero_array(state, uint64_t, n);
 	if (tevent_req_nomem(state->got, req)) {
 		return;
@@ -436,8 +445,9 @@ static void gf2_pf_read_direct(struct tevent_req *req)
 	state->pieces = 0;
 	state->error = 0;
 	for (i = 0; i < n; i++) {
-		uint64_t at = (uint64_t)i * GF2_PF_DIRECT_PIECE;
-		uint64_t len = MIN(state->n - at, GF2_PF_DIRECT_PIECE);
+		uint64_t at = (uint64_t)i * gf2_pf_direct_piece(state->n);
+		uint64_t len = MIN(state->n - at,
+				   gf2_pf_direct_piece(state->n));
 		struct gf2_pf_piece *pc = NULL;
 		struct tevent_req *subreq = NULL;
 
@@ -508,8 +518,9 @@ static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 	/* the bytes up to the first short piece (end of file) */
 	n = talloc_array_length(state->got);
 	for (i = 0; i < n; i++) {
-		uint64_t want = MIN(state->n - (uint64_t)i * GF2_PF_DIRECT_PIECE,
-				    GF2_PF_DIRECT_PIECE);
+		uint64_t want = MIN(state->n - (uint64_t)i *
+					    gf2_pf_direct_piece(state->n),
+				    gf2_pf_direct_piece(state->n));
 
 		total += state->got[i];
 		if (state->got[i] < want) {
