@@ -38,6 +38,8 @@ import uuid
 
 import pytest
 
+from gf2_bricks import brick_pids
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 TOOLS = os.path.join(TOP, 'test', 'tools')
@@ -236,15 +238,6 @@ def panics_since(stack, offsets, pids):
     return found
 
 
-def brick_pids(volume):
-    p = subprocess.run(['pgrep', '-f', 'glusterfsd.*--volfile-id %s\\.' %
-                        volume], stdout=subprocess.PIPE,
-                       universal_newlines=True)
-    pids = [int(x) for x in p.stdout.split()]
-    assert pids, 'no brick processes found for volume %s' % volume
-    return pids
-
-
 def brick_fds(pid):
     """Targets of a brick process's descriptors."""
     out = []
@@ -393,7 +386,8 @@ def test_disconnect_with_io_in_flight(stack, tmpname):
     depth = 64
     seed = uuid.uuid4().hex[:8]
     want = pattern_sha256(seed, size)
-    bricks = brick_pids(stack['GLUSTER_VOLUME'])
+    bricks = list(brick_pids(stack).values())
+    assert bricks, 'no brick of %s online' % stack['GLUSTER_VOLUME']
     parent = stack_smbd_parent(stack)
     try:
         r = run_smb2q(stack, 'write', name, size, 8, MiB, seed, timeout=300)

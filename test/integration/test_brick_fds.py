@@ -14,18 +14,10 @@ import time
 import pytest
 
 from conftest import Smb
+from gf2_bricks import brick_pids
 
 CONNECTIONS = 200
 SLACK = 2
-
-
-def brick_pids(volume):
-    p = subprocess.run(['pgrep', '-f', 'glusterfsd.*--volfile-id %s\\.' %
-                        volume], stdout=subprocess.PIPE,
-                       universal_newlines=True)
-    pids = [int(x) for x in p.stdout.split()]
-    assert pids, 'no brick processes found for volume %s' % volume
-    return pids
 
 
 def fd_counts(pids):
@@ -70,7 +62,8 @@ def measure(stack, share, tmpname, connections):
     for i in range(4):
         setup.write('%s/f%d' % (tmpname, i), b'x' * 4096)
 
-    pids = brick_pids(stack['GLUSTER_VOLUME'])
+    pids = list(brick_pids(stack).values())
+    assert pids, 'no brick of %s online' % stack['GLUSTER_VOLUME']
     baseline = stack_smbd_children(stack)
     churn(stack, share, tmpname, 3)      # warm up
     settle(stack, baseline)

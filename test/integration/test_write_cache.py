@@ -25,6 +25,8 @@ import time
 
 import pytest
 
+from gf2_bricks import brick_pids
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, 'test', 'tools'))
@@ -50,20 +52,6 @@ def gl(*args, check=True):
     return subprocess.run(['gluster', '--mode=script'] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, check=check, timeout=120)
-
-
-def brick_pids(stack):
-    """{brick path: pid} of the volume's bricks that are online."""
-    import xml.etree.ElementTree as ET
-    out = gl('volume', 'status', stack['GLUSTER_VOLUME'], '--xml').stdout
-    pids = {}
-    for node in ET.fromstring(out).iter('node'):
-        path = node.findtext('path') or ''
-        pid = int(node.findtext('pid') or 0)
-        if path.startswith('/') and pid > 0 and \
-                node.findtext('status') == '1':
-            pids[path] = pid
-    return pids
 
 
 def restart_bricks(stack):
