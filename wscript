@@ -223,15 +223,15 @@ def configure(conf):
         accept = (Options.options.accept_patch_release or
                   os.environ.get('GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE')
                   == '1')
-        series = tree_version.rsplit('.', 1)[0]
-        if not accept or series != smbd_version.rsplit('.', 1)[0]:
+        same_series = (tree_version.rsplit('.', 1)[0] ==
+                       smbd_version.rsplit('.', 1)[0])
+        if not (accept and same_series):
+            hint = (' (--accept-samba-patch-release takes another patch '
+                    'release of the same series)' if same_series else '')
             conf.fatal('the Samba source tree %s is version %s but the '
                        'installed smbd is %s: a module must be built '
                        'against the headers of the smbd that loads it%s' %
-                       (tree, tree_version, smbd_version,
-                        '' if series != smbd_version.rsplit('.', 1)[0]
-                        else ' (--accept-samba-patch-release takes '
-                        'another patch release of the same series)'))
+                       (tree, tree_version, smbd_version, hint))
         conf.msg('Samba tree of another patch release',
                  'accepted: %s for smbd %s (same release series; smbd '
                  'checks the VFS interface version at load)' %

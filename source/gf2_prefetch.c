@@ -355,6 +355,7 @@ struct gf2_pf_read_state {
 	uint64_t n;
 	uint64_t off;
 	ssize_t ret;
+	uint64_t piece;		/* direct: the size of each piece */
 	unsigned pieces;	/* direct: pieces in flight */
 	uint64_t *got;		/* direct: bytes each piece returned */
 	int error;		/* direct: the first piece's error */
@@ -435,9 +436,9 @@ static void gf2_pf_read_direct(struct tevent_req *req)
 		req, struct gf2_pf_read_state);
 	unsigned n, i;
 
+	state->piece = gf2_pf_direct_piece(state->n);
 	n = state->n == 0 ? 1 :
-		(unsigned)((state->n + gf2_pf_direct_piece(state->n) - 1) /
-			   gf2_pf_direct_piece(state->n));
+		(unsigned)((state->n + state->piece - 1) / state->piece);
 	state->got = talloc_zero_array(state, uint64_t, n);
 	if (tevent_req_nomem(state->got, req)) {
 		return;
@@ -445,9 +446,8 @@ static void gf2_pf_read_direct(struct tevent_req *req)
 	state->pieces = 0;
 	state->error = 0;
 	for (i = 0; i < n; i++) {
-		uint64_t at = (uint64_t)i * gf2_pf_direct_piece(state->n);
-		uint64_t len = MIN(state->n - at,
-				   gf2_pf_direct_piece(state->n));
+		uint64_t at = (uint64_t)i * state->piece;
+		uint64_t len = MIN(state->n - at, state->piece);
 		struct gf2_pf_piece *pc = NULL;
 		struct tevent_req *subreq = NULL;
 
@@ -518,9 +518,8 @@ static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 	/* the bytes up to the first short piece (end of file) */
 	n = talloc_array_length(state->got);
 	for (i = 0; i < n; i++) {
-		uint64_t want = MIN(state->n - (uint64_t)i *
-					    gf2_pf_direct_piece(state->n),
-				    gf2_pf_direct_piece(state->n));
+		uint64_t want = MIN(state->n - (uint64_t)i * state->piece,
+				    state->piece);
 
 		total += state->got[i];
 		if (state->got[i] < want) {
