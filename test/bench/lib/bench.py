@@ -62,7 +62,10 @@ class Bench(Clients, Data, Workloads):
                       for k, v in c.items()}
         res['cpu']['window_s'] = round(t1 - t0, 4)
         self.note('  CPU over the timed window: %s' % json.dumps(res['cpu']))
-        if c['smbd_procs'] != want:
+        if backend == 'gfapi':
+            if c['client'] > 0:
+                res['client_cpu_s_per_gib'] = c['client'] / gib
+        elif c['smbd_procs'] != want:
             res['cpu']['error'] = 'found %d smbd processes serving the ' \
                 'run\'s clients, expected %d' % (c['smbd_procs'], want)
             self.note('  ' + res['cpu']['error'])
@@ -88,6 +91,9 @@ class Bench(Clients, Data, Workloads):
             if metric != 'smbd_rss_mib' else None,
             'brick_cpu_s_per_gib': res.get('brick_cpu_s_per_gib')
             if metric != 'smbd_rss_mib' else None,
+            # raw gfapi: the CPU of the client process itself (fio, with
+            # gfapi's threads)
+            'client_cpu_s_per_gib': res.get('client_cpu_s_per_gib'),
             'error': res.get('error'),
             'raw': res,
         }
@@ -109,10 +115,14 @@ class Bench(Clients, Data, Workloads):
                 for b in bs[k:] + bs[:k]:
                     self.nrun += 1
                     fds0 = self.check_bricks()
-                    if w in CPU_WORKLOADS and b in ALL_SMB_SHARES:
+                    if w in CPU_WORKLOADS and (b in ALL_SMB_SHARES or
+                                               b == 'gfapi'):
+                        # raw gfapi: fio's own process does what smbd
+                        # does for a share
                         self.cpu = CpuSampler(
-                            self.smbd_pid, self.port,
-                            self.brick_pids().values())
+                            self.smbd_pid if b != 'gfapi' else None,
+                            self.port, self.brick_pids().values(),
+                            trace_clients=b == 'gfapi')
                         self.cpu.start()
                     t = now()
                     try:
@@ -163,6 +173,9 @@ class Bench(Clients, Data, Workloads):
                         if rec['smbd_cpu_s_per_gib']:
                             shown += ' smbd CPU %.2f s/GiB' % \
                                 rec['smbd_cpu_s_per_gib']
+                        if rec['client_cpu_s_per_gib']:
+                            shown += ' fio CPU %.2f s/GiB' % \
+                                rec['client_cpu_s_per_gib']
                         if rec['brick_cpu_s_per_gib']:
                             shown += ', bricks %.2f' % \
                                 rec['brick_cpu_s_per_gib']

@@ -213,7 +213,7 @@ def main(argv):
     for s in summary:
         for b in s['backends'].values():
             del b['values'], b['p50'], b['p99'], b['rss'], b['smbd_cpu'], \
-                b['brick_cpu']
+                b['brick_cpu'], b['client_cpu']
     write_json(os.path.join(outdir, 'results.json'), meta, cfg.as_dict(),
                summary, bench.records)
     write_csv(os.path.join(outdir, 'results.csv'), bench.records)

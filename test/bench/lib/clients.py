@@ -111,7 +111,8 @@ class Clients:
         # glfs_fini (~10 s with gluster 10.3) comes after the measured part:
         # stubbed out, see nofini.c
         rc, out, err = self.run_cmd(cmd, timeout, env={
-            'LD_PRELOAD': os.path.join(BIN, 'gf2nofini.so')})
+            'LD_PRELOAD': os.path.join(BIN, 'gf2nofini.so')}, client=True)
+        t_exit, wall_exit = now(), time.time()
         wall = now() - t
         self.note('  fio wall time %.1f s' % wall)
         try:
@@ -133,6 +134,19 @@ class Clients:
             'lat_p99_us': pct.get('99.000000', 0) / 1e3,
             'checked_bytes': (job['read']['io_bytes'] if verify else 0),
         }
+        # the timed window on our monotonic clock: fio stamps its report
+        # (wall clock, ms) when the job is over and gives the job's run
+        # time; its CPU over that window is the gfapi client's (glfs_init
+        # before it and the exit after it outside).  Reads only: a write
+        # job's run time includes its verifying read pass.
+        try:
+            if 'write' in rw:
+                raise KeyError(rw)
+            t_end = t_exit - (wall_exit - js['timestamp_ms'] / 1000.0)
+            res['t_end'] = min(t_end, t_exit)
+            res['t_start'] = res['t_end'] - job['job_runtime'] / 1000.0
+        except (KeyError, TypeError):
+            pass
         if not res['ok']:
             res['error'] = 'fio exited %d, job error %s: %s' % (
                 rc, job.get('error'), err.strip()[-300:])

@@ -188,9 +188,12 @@ class CpuSampler(threading.Thread):
     GIVE_UP = 60        # samples after which a child with no SMB
     #                     connection counts as not ours
 
-    def __init__(self, main_pid, smb_port, brick_pids):
+    def __init__(self, main_pid, smb_port, brick_pids, trace_clients=False):
         super().__init__(daemon=True)
         self.main_pid = main_pid
+        # the client processes themselves too (kind 'client'): for raw
+        # gfapi, where the client does what smbd does for the shares
+        self.trace_clients = trace_clients
         self.port = int(smb_port)
         self.brick_pids = [p for p in brick_pids if p]
         self.clients = set()
@@ -221,8 +224,13 @@ class CpuSampler(threading.Thread):
 
     def _sample(self):
         seen = []
-        for kind, pids in (('smbd', self.smbd_children()),
-                           ('brick', self.brick_pids)):
+        kinds = [('smbd', self.smbd_children()), ('brick', self.brick_pids)]
+        if self.trace_clients:
+            with self.lock:
+                clients = list(self.clients)
+            kinds.append(('client', [p for c in clients
+                                     for p in descendants(c)]))
+        for kind, pids in kinds:
             for pid in pids:
                 t = now()
                 try:
@@ -288,13 +296,16 @@ class CpuSampler(threading.Thread):
     def window(self, t0, t1):
         """CPU seconds over [t0, t1]: {'smbd': ours, 'smbd_procs': how many
         of ours, 'other_smbd': the other children's, 'brick': the bricks',
-        'late': ours first seen after t0 or last seen before t1}"""
+        'late': ours first seen after t0 or last seen before t1, 'client':
+        the client processes' own, when traced}"""
         out = {'smbd': 0.0, 'smbd_procs': 0, 'other_smbd': 0.0,
-               'brick': 0.0, 'late': 0}
+               'brick': 0.0, 'late': 0, 'client': 0.0}
         for key, ser in self.series.items():
             d = (self._at(ser, t1) - self._at(ser, t0)) / CLK_TCK
             if key[0] == 'brick':
                 out['brick'] += d
+            elif key[0] == 'client':
+                out['client'] += d
             elif self.owner.get(key):
                 out['smbd'] += d
                 out['smbd_procs'] += 1

@@ -47,7 +47,8 @@ def summarize(records, backends):
             order.append(key)
         b = by[key]['backends'].setdefault(r['backend'], {
             'values': [], 'p50': [], 'p99': [], 'runs': 0, 'ok': 0,
-            'errors': [], 'rss': [], 'smbd_cpu': [], 'brick_cpu': []})
+            'errors': [], 'rss': [], 'smbd_cpu': [], 'brick_cpu': [],
+            'client_cpu': []})
         b['runs'] += 1
         if r['ok'] and r['value'] is not None:
             b['ok'] += 1
@@ -56,6 +57,8 @@ def summarize(records, backends):
                 b['smbd_cpu'].append(r['smbd_cpu_s_per_gib'])
             if r.get('brick_cpu_s_per_gib'):
                 b['brick_cpu'].append(r['brick_cpu_s_per_gib'])
+            if r.get('client_cpu_s_per_gib'):
+                b['client_cpu'].append(r['client_cpu_s_per_gib'])
             if r['lat_p50_us']:
                 b['p50'].append(r['lat_p50_us'])
                 b['p99'].append(r['lat_p99_us'])
@@ -75,6 +78,7 @@ def summarize(records, backends):
             b['rss_median_mib'] = median(b['rss'])
             b['smbd_cpu_median'] = median(b['smbd_cpu'])
             b['brick_cpu_median'] = median(b['brick_cpu'])
+            b['client_cpu_median'] = median(b.get('client_cpu', []))
             b['checked'] = b['ok'] == b['runs'] and b['runs'] > 0
         # ratios_by[A][B] > 1: A is better than B (faster; fewer seconds or
         # MiB); cpu_ratios_by[A][B] > 1: A's smbd uses less CPU per GiB
@@ -136,6 +140,12 @@ def fmt_cpu(v):
     if v is None:
         return '-'
     return '%.1f' % v if v >= 10 else '%.2f' % v
+
+
+def own_cpu_key(backend):
+    """the column of the smbd CPU table a backend fills: raw gfapi's is
+    the CPU of its client process (fio), which does smbd's gluster work"""
+    return 'client_cpu_median' if backend == 'gfapi' else 'smbd_cpu_median'
 
 
 def cpu_cell(b, key):
@@ -226,10 +236,11 @@ def write_markdown(path, meta, summary, backends, cfg):
 
     # CPU time per GiB moved
     cpu_rows = [s for s in summary if any(
-        b.get('smbd_cpu_median') or b.get('brick_cpu_median')
+        b.get('smbd_cpu_median') or b.get('brick_cpu_median') or
+        b.get('client_cpu_median')
         for b in s['backends'].values())]
     if cpu_rows:
-        ccols = [b for b in cols if b in ALL_SMB_SHARES]
+        ccols = [b for b in cols if b in ALL_SMB_SHARES or b == 'gfapi']
         L.append('## CPU seconds per GiB moved (medians, lower is better)')
         L.append('')
         L.append('CPU time (user + system, all threads) over each run\'s '
@@ -240,7 +251,11 @@ def write_markdown(path, meta, summary, backends, cfg):
                  'the volume\'s glusterfsd processes, which serve whatever '
                  'else uses the volume at the time too. fuse: the FUSE '
                  'client\'s CPU is in neither figure. The ratio columns '
-                 'compare smbd CPU (above 1: A uses less).')
+                 'compare smbd CPU (above 1: A uses less). gfapi (raw), '
+                 'reads only: the CPU of the fio process reading through '
+                 'libgfapi (gfapi\'s threads included, and fio\'s crc32c '
+                 'check of every block), the gluster client work of an '
+                 'smbd without SMB.')
         L.append('')
         L.append('**smbd CPU s/GiB**')
         L.append('')
@@ -251,7 +266,7 @@ def write_markdown(path, meta, summary, backends, cfg):
         for s in cpu_rows:
             row = [s['label']]
             for b in ccols:
-                row.append(cpu_cell(s['backends'].get(b), 'smbd_cpu_median'))
+                row.append(cpu_cell(s['backends'].get(b), own_cpu_key(b)))
             for a, b in rcols:
                 row.append(fmt_ratio(s['cpu_ratios_by'].get(a, {}).get(b)))
             L.append('| ' + ' | '.join(row) + ' |')
@@ -291,7 +306,8 @@ def write_markdown(path, meta, summary, backends, cfg):
         L.append('')
         has_lat = any(b['p50'] for b in s['backends'].values())
         has_rss = any(b['rss'] for b in s['backends'].values())
-        has_cpu = any(b['smbd_cpu'] or b['brick_cpu']
+        has_cpu = any(b['smbd_cpu'] or b['brick_cpu'] or
+                      b.get('client_cpu')
                       for b in s['backends'].values())
         hdr = '| backend | median | min-max | runs ok |'
         sep = '| --- | ---: | ---: | ---: |'
@@ -322,7 +338,7 @@ def write_markdown(path, meta, summary, backends, cfg):
                 row.append('%.0f MiB' % d['rss_median_mib']
                            if d['rss_median_mib'] else '-')
             if has_cpu:
-                row += [cpu_cell(d, 'smbd_cpu_median'),
+                row += [cpu_cell(d, own_cpu_key(b)),
                         cpu_cell(d, 'brick_cpu_median')]
             L.append('| ' + ' | '.join(row) + ' |')
         pairs = [(a, b) for a, b in rcols
