@@ -1,12 +1,23 @@
 """Failover of a public address of test/cluster while a client writes and
 another reads through it: the node holding the address is disabled
 (`ctdb disable`), killed (its ctdbd and smbd SIGKILL), or cut off (its
-link down).  The address moves to another node, both clients reconnect to
+link down); the node holding the cluster lock (CTDB's leader) is killed
+the same way (its lock helper dies with the node).  Each scenario runs on
+the share of glusterfs2 and, side by side, on the same volume served by
+the stock vfs_glusterfs and re-exported from a FUSE mount inside each
+node (test/cluster env STOCK_SHARE, FUSE_SHARE).  The address moves to another node, both clients reconnect to
 the same address and go on from the last acknowledged offset, and the
 checksums hold: every byte read is the file's, the written file on the
 volume is what the writer sent.  The time from the failure until the
 address is held by another node and serves a new session there is
-printed (FAILOVER lines), never asserted.
+printed (FAILOVER lines), never asserted.  After the lock holder's death
+a surviving node takes the cluster lock and none is banned.
+
+test_brick_killed: during the same transfers one brick of the data volume
+and one of the cluster lock's volume are killed (SIGKILL); the address
+stays where it is, the transfers finish with their checksums, the lock is
+never given up (the leader stays) and no node is banned; the bricks are
+started again and healed.
 
 The cluster is brought up when it is not up and taken down at the end if
 these tests brought it up; each scenario leaves it healthy again.
@@ -22,6 +33,7 @@ import uuid
 import pytest
 from impacket import smb3structs as s3
 
+import gf2_bricks
 import gf2_cluster
 from gf2_cluster import Head
 
@@ -34,10 +46,21 @@ SHARE_ALL = s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE
 
 
 @pytest.fixture(scope='module')
-def cl():
+def cluster_env():
     e = gf2_cluster.cluster()
     yield e
     gf2_cluster.take_down()
+
+
+# the share each scenario runs on: glusterfs2's, and the two ways of
+# serving the volume that it replaces
+SHARES = {'glusterfs2': 'SHARE', 'stock': 'STOCK_SHARE', 'fuse': 'FUSE_SHARE'}
+
+
+@pytest.fixture(params=list(SHARES))
+def cl(request, cluster_env):
+    """test/cluster env with SHARE set to the share under test"""
+    return dict(cluster_env, SHARE=cluster_env[SHARES[request.param]])
 
 
 def nodes(cl):
@@ -70,6 +93,7 @@ class Client(threading.Thread):
 
     def __init__(self, cl, addr, name, write):
         super().__init__(daemon=True)
+        # cl: test/cluster env, SHARE the share to use
         self.cl, self.addr, self.name, self.writing = cl, addr, name, write
         self.done_chunks = 0
         self.reconnects = 0
@@ -77,6 +101,8 @@ class Client(threading.Thread):
         self.data = {}
         self.failed = None
         self.first_ok_after = {}
+        self.last_ok = None
+        self.max_gap = 0.0      # the longest wait between two chunks
 
     def connect(self):
         h = Head(self.addr, self.cl, timeout=10)
@@ -106,7 +132,10 @@ class Client(threading.Thread):
                 else:
                     self.data[i] = h.read(fid, i * CHUNK, CHUNK)
                 self.done_chunks += 1
-                self.last_ok = time.monotonic()
+                t = time.monotonic()
+                if self.last_ok is not None:
+                    self.max_gap = max(self.max_gap, t - self.last_ok - PACE)
+                self.last_ok = t
                 time.sleep(PACE)
             except Exception as e:  # any failure: a new session
                 self.errors.append(repr(e)[:200])
@@ -167,64 +196,227 @@ def fail_node(cl, how, n):
                        check=True)
 
 
-@pytest.mark.parametrize('how', ['disable', 'kill', 'cutoff'])
+def leader(cl, skip=()):
+    """CTDB's leader (1-based), the node that holds the cluster lock, as a
+    live node's ctdb sees it."""
+    for n in nodes(cl):
+        if n in skip:
+            continue
+        p = gf2_cluster.on_node(n, 'ctdb', 'leader', check=False, timeout=20)
+        if p.returncode == 0 and p.stdout.strip().isdigit():
+            return int(p.stdout.strip()) + 1
+    return None
+
+
+def banned(cl, skip=()):
+    """The nodes (1-based) that a live node's `ctdb -X status` calls
+    banned."""
+    for n in nodes(cl):
+        if n in skip:
+            continue
+        p = gf2_cluster.on_node(n, 'ctdb', '-X', 'status', check=False,
+                                timeout=20)
+        if p.returncode != 0:
+            continue
+        lines = [ln.split('|') for ln in p.stdout.splitlines()]
+        head = next((f for f in lines if 'Banned' in f), None)
+        if head is None:
+            continue
+        col = head.index('Banned')
+        return [int(f[1]) + 1 for f in lines
+                if len(f) > col and f[1].isdigit() and f[col] == '1']
+    return None
+
+
+def node_pids(cl, n, exe):
+    ns = cl['NS_PREFIX'] + str(n)
+    out = []
+    for p in subprocess.run(['ip', 'netns', 'pids', ns],
+                            stdout=subprocess.PIPE,
+                            universal_newlines=True).stdout.split():
+        try:
+            if os.path.basename(os.readlink('/proc/%s/exe' % p)) == exe:
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+HELPER = 'ctdb_mutex_glusterfs2_helper'
+
+
+class Transfer:
+    """A reader and a writer of SIZE bytes through one address, started
+    and left running; check() waits for both and asserts every byte."""
+
+    def __init__(self, cl, addr):
+        self.cl, self.fuse = cl, cl['FUSE_MOUNT']
+        self.src = 'fo-src-%s' % uuid.uuid4().hex[:8]
+        self.dst = 'fo-dst-%s' % uuid.uuid4().hex[:8]
+        body = os.urandom(SIZE)
+        with open(os.path.join(self.fuse, self.src), 'wb') as f:
+            f.write(body)
+        self.want_read = hashlib.sha256(body).hexdigest()
+        self.want_written = hashlib.sha256(
+            b''.join(pattern(i) for i in range(SIZE // CHUNK))).hexdigest()
+        self.reader = Client(cl, addr, self.src, write=False)
+        self.writer = Client(cl, addr, self.dst, write=True)
+        self.reader.start()
+        self.writer.start()
+        t_wait = time.monotonic() + 60
+        while min(self.reader.done_chunks, self.writer.done_chunks) < 8:
+            assert time.monotonic() < t_wait, 'clients did not start'
+            assert self.reader.is_alive() and self.writer.is_alive()
+            time.sleep(0.1)
+
+    def join(self):
+        self.reader.join(DEADLINE)
+        self.writer.join(DEADLINE)
+
+    def check(self):
+        assert self.reader.failed is None, self.reader.failed
+        assert self.writer.failed is None, self.writer.failed
+        got = hashlib.sha256(b''.join(
+            self.reader.data[i] for i in range(SIZE // CHUNK))).hexdigest()
+        assert got == self.want_read, 'bytes read differ from the file'
+        with open(os.path.join(self.fuse, self.dst), 'rb') as f:
+            assert hashlib.sha256(f.read()).hexdigest() == \
+                self.want_written, \
+                'the written file on the volume differs from what was sent'
+
+    def remove(self):
+        for name in (self.src, self.dst):
+            try:
+                os.unlink(os.path.join(self.fuse, name))
+            except OSError:
+                pass
+
+
+@pytest.mark.parametrize('how', ['disable', 'kill', 'cutoff', 'lockholder'])
 def test_failover(cl, how):
-    addr = cl['PUBLIC_IPS'].split()[0]
+    lock_node = helpers = None
+    if how == 'lockholder':
+        # the leader holds the cluster lock: kill it through the address
+        # it serves, and leave its lock helper to notice
+        lock_node = leader(cl)
+        assert lock_node is not None, 'no node is the leader'
+        helpers = node_pids(cl, lock_node, HELPER)
+        assert helpers, 'the leader (node %d) runs no %s' % (lock_node,
+                                                              HELPER)
+        held = [a for a in cl['PUBLIC_IPS'].split()
+                if holder(cl, a) == lock_node]
+        assert held, 'the leader (node %d) holds no public address' % \
+            lock_node
+        addr = held[0]
+    else:
+        addr = cl['PUBLIC_IPS'].split()[0]
     old = holder(cl, addr)
     assert old is not None, 'nobody holds %s' % addr
-    fuse = cl['FUSE_MOUNT']
-    src = 'fo-src-%s' % uuid.uuid4().hex[:8]
-    dst = 'fo-dst-%s' % uuid.uuid4().hex[:8]
-    body = os.urandom(SIZE)
-    with open(os.path.join(fuse, src), 'wb') as f:
-        f.write(body)
-    want_read = hashlib.sha256(body).hexdigest()
-    want_written = hashlib.sha256(
-        b''.join(pattern(i) for i in range(SIZE // CHUNK))).hexdigest()
-
-    reader = Client(cl, addr, src, write=False)
-    writer = Client(cl, addr, dst, write=True)
-    reader.start()
-    writer.start()
-    t_wait = time.monotonic() + 60
-    while min(reader.done_chunks, writer.done_chunks) < 8:
-        assert time.monotonic() < t_wait, 'clients did not start'
-        assert reader.is_alive() and writer.is_alive()
-        time.sleep(0.1)
+    t = Transfer(cl, addr)
 
     t0 = time.monotonic()
-    fail_node(cl, how, old)
-    moved = served = None
+    fail_node(cl, 'kill' if how == 'lockholder' else how, old)
+    moved = served = helper_gone = new_leader = None
     while time.monotonic() - t0 < DEADLINE:
+        if helpers and helper_gone is None and \
+                not any(os.path.exists('/proc/%d' % p) for p in helpers):
+            helper_gone = time.monotonic() - t0
+        if lock_node and new_leader is None:
+            n = leader(cl, skip=(old,))
+            if n is not None and n != old:
+                new_leader = time.monotonic() - t0
         if moved is None:
             h = holder(cl, addr, skip=(old,))
             if h is not None and h != old:
                 moved = time.monotonic() - t0
-        if moved is not None and serves(cl, addr):
+        if moved is not None and served is None and serves(cl, addr):
             served = time.monotonic() - t0
+        if served is not None and (lock_node is None or (
+                helper_gone is not None and new_leader is not None)):
             break
         time.sleep(0.2)
-    reader.join(DEADLINE)
-    writer.join(DEADLINE)
-    print('\nFAILOVER %s: node %d held %s; moved after %s s, served a new '
-          'session after %s s; reader reconnects %d, writer reconnects %d'
-          % (how, old, addr, moved and round(moved, 1),
-             served and round(served, 1), reader.reconnects, writer.reconnects))
+    t.join()
+    print('\nFAILOVER [%s] %s: node %d held %s; moved after %s s, served a '
+          'new session after %s s; reader reconnects %d, writer reconnects %d'
+          % (cl['SHARE'], how, old, addr, moved and round(moved, 1),
+             served and round(served, 1), t.reader.reconnects,
+             t.writer.reconnects))
+    if lock_node:
+        print('FAILOVER [%s] %s: the lock helper exited after %s s, another '
+              'node led after %s s' % (cl['SHARE'], how, helper_gone and
+                                       round(helper_gone, 1),
+                                       new_leader and round(new_leader, 1)))
     try:
         assert moved is not None, 'the address did not move'
         assert served is not None, 'the address did not serve again'
-        assert reader.failed is None, reader.failed
-        assert writer.failed is None, writer.failed
-        got = hashlib.sha256(b''.join(reader.data[i]
-                                      for i in range(SIZE // CHUNK))).hexdigest()
-        assert got == want_read, 'bytes read differ from the file'
-        with open(os.path.join(fuse, dst), 'rb') as f:
-            assert hashlib.sha256(f.read()).hexdigest() == want_written, \
-                'the written file on the volume differs from what was sent'
+        t.check()
+        if lock_node:
+            assert helper_gone is not None, \
+                'the lock helper outlived its ctdbd'
+            assert new_leader is not None, 'no other node took the lead'
+            assert banned(cl, skip=(old,)) == [], \
+                'nodes banned after the lock holder died'
     finally:
-        restore(cl, how, old)
-        for name in (src, dst):
-            try:
-                os.unlink(os.path.join(fuse, name))
-            except OSError:
-                pass
+        restore(cl, 'kill' if how == 'lockholder' else how, old)
+        t.remove()
+
+
+def gluster(*args, timeout=180):
+    return subprocess.run(['gluster', '--mode=script'] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout)
+
+
+def heal_pending(vol):
+    """Entries still to heal on the volume's bricks (None: not known)."""
+    p = gluster('volume', 'heal', vol, 'info')
+    counts = [int(ln.split(':')[1]) for ln in p.stdout.splitlines()
+              if ln.startswith('Number of entries:') and
+              ln.split(':')[1].strip().isdigit()]
+    return sum(counts) if p.returncode == 0 and counts else None
+
+
+def test_brick_killed(cl):
+    addr = cl['PUBLIC_IPS'].split()[0]
+    old = holder(cl, addr)
+    lead = leader(cl)
+    assert old is not None and lead is not None
+    helpers = node_pids(cl, lead, HELPER)
+    assert helpers, 'the leader (node %d) runs no %s' % (lead, HELPER)
+    vols = (cl['GLUSTER_VOLUME'], cl['LOCK_VOLUME'])
+    t = Transfer(cl, addr)
+    victims = {}
+    try:
+        for vol in vols:
+            pids = gf2_bricks.brick_pids({'GLUSTER_VOLUME': vol})
+            assert len(pids) == 3, '%s: bricks online %s' % (vol, pids)
+            path = sorted(pids)[0]
+            victims[vol] = path
+            os.kill(pids[path], 9)
+        t.join()
+        print('\nBRICK KILLED [%s]: %s; reader reconnects %d, writer '
+              'reconnects %d; longest stall %.1f s' % (
+                  cl['SHARE'], ', '.join('%s %s' % kv
+                                         for kv in victims.items()),
+                  t.reader.reconnects, t.writer.reconnects,
+                  max(t.reader.max_gap, t.writer.max_gap)))
+        t.check()
+        assert holder(cl, addr) == old, 'the address moved'
+        assert leader(cl) == lead, 'the lead (and the lock) changed hands'
+        assert node_pids(cl, lead, HELPER) == helpers, \
+            'the lock helper was replaced: the lock was given up'
+        assert banned(cl) == [], 'nodes banned after a brick died'
+    finally:
+        t.remove()
+        for vol in victims:
+            gluster('volume', 'start', vol, 'force')
+        end = time.monotonic() + 180
+        while victims and time.monotonic() < end:
+            if all(len(gf2_bricks.brick_pids({'GLUSTER_VOLUME': v})) == 3
+                   and heal_pending(v) == 0 for v in victims):
+                break
+            time.sleep(2)
+        else:
+            if victims:
+                pytest.fail('the killed bricks did not come back healed '
+                            'within 180 s')

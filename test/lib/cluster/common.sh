@@ -42,6 +42,12 @@ LOCK_PATH=/.ctdb.lock
 # the module the nodes load: the checkout's own build, as test/stack serves it
 MODULE=${GF2_CLUSTER_MODULE:-${GF2_STACK_MODULE:-glusterfs2}}
 SHARE=gf2cl
+# the same volume through the stock vfs_glusterfs and as a FUSE re-export
+# (the default VFS on a FUSE mount of it inside each node), the two ways
+# of serving it that glusterfs2 replaces, for side-by-side failover tests
+STOCK_SHARE=gf2cl-stock
+FUSE_SHARE=gf2cl-fuse
+NODE_FUSE=/run/gf2cl-fuse
 SMB_PORT=445
 USER1=gf2cl1 PASS1=gf2clpass1
 USER2=gf2cl2 PASS2=gf2clpass2

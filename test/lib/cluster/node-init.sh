@@ -1,5 +1,6 @@
 #!/bin/bash
-# test/lib/cluster/node-init.sh N DIR BINDS: the first process of node N,
+# test/lib/cluster/node-init.sh N DIR BINDS FUSE_SOURCE FUSE_DIR: the first
+# process of node N,
 # run by test/cluster in the node's new network, mount, UTS and PID
 # namespaces.  It names the node, gives it its own /proc, /run and CTDB and
 # Samba directories, starts ctdbd and reaps what the node leaves (it is
@@ -10,8 +11,12 @@
 # The node needs a PID namespace of its own: 50.samba looks for smbd with
 # `killall smbd` and kills what it finds, which on a shared PID namespace
 # would be every smbd of the machine.
+#
+# FUSE_SOURCE (HOST:/VOLUME) is mounted on FUSE_DIR inside the node, for
+# the share that re-exports it; a failed mount is logged and the node
+# starts anyway (that share then fails, the others serve).
 set -eu
-n=$1 d=$2 binds=$3
+n=$1 d=$2 binds=$3 fuse_src=$4 fuse_dir=$5
 hostname "gf2cl-node$n"
 mount -t proc proc /proc
 mount -t tmpfs -o mode=755 tmpfs /run
@@ -19,6 +24,9 @@ mkdir -p /run/ctdb /run/samba /run/lock
 for b in $binds; do
 	mount --bind "$d/${b%%:*}" "${b#*:}"
 done
+mkdir -p "$fuse_dir"
+mount -t glusterfs -o log-file=/var/log/samba/fuse-mount.log "$fuse_src" "$fuse_dir" ||
+	echo "node $n: FUSE mount of $fuse_src on $fuse_dir failed" >&2
 /usr/sbin/ctdbd --interactive &
 ctdbd=$!
 trap 'kill -TERM $ctdbd 2>/dev/null' TERM INT

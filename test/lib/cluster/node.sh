@@ -140,6 +140,24 @@ EOC
 	read only = no
 	guest ok = no
 	posix locking = no
+
+[$STOCK_SHARE]
+	comment = the stock vfs_glusterfs on volume $VOLUME (clustered)
+	path = /
+	vfs objects = glusterfs
+	glusterfs:volume = $VOLUME
+	glusterfs:volfile_server = $HOST_IP
+	glusterfs:logfile = /var/log/samba/glusterfs-%M.log
+	read only = no
+	guest ok = no
+	posix locking = no
+
+[$FUSE_SHARE]
+	comment = volume $VOLUME re-exported from the node's FUSE mount
+	path = $NODE_FUSE
+	read only = no
+	guest ok = no
+	posix locking = no
 EOC
 }
 
@@ -152,6 +170,7 @@ start_node() { # N
 	setsid ip netns exec "$(node_ns "$n")" \
 		unshare --mount --propagation private --uts --pid --fork -- \
 		/bin/bash "$ROOT/test/lib/cluster/node-init.sh" "$n" "$d" "$NODE_BINDS" \
+		"$HOST_IP:/$VOLUME" "$NODE_FUSE" \
 		< /dev/null > "$d/console.log" 2>&1 &
 	wait_for 30 node_started "$n" ||
 		die "node $n: ctdbd did not start (see $d/console.log)"
