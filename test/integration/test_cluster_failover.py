@@ -100,7 +100,6 @@ class Client(threading.Thread):
         self.errors = []
         self.data = {}
         self.failed = None
-        self.first_ok_after = {}
         self.last_ok = None
         self.max_gap = 0.0      # the longest wait between two chunks
 
@@ -177,18 +176,28 @@ def restore(cl, how, n):
     assert p.returncode == 0, p.stdout[-2000:]
 
 
+def node_pids(cl, n, *exes):
+    """The processes of node n running one of the programs exes."""
+    ns = cl['NS_PREFIX'] + str(n)
+    out = []
+    for p in subprocess.run(['ip', 'netns', 'pids', ns],
+                            stdout=subprocess.PIPE,
+                            universal_newlines=True).stdout.split():
+        try:
+            if os.path.basename(os.readlink('/proc/%s/exe' % p)) in exes:
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
 def fail_node(cl, how, n):
     if how == 'disable':
         gf2_cluster.on_node(n, 'ctdb', 'disable')
     elif how == 'kill':
-        ns = cl['NS_PREFIX'] + str(n)
-        pids = subprocess.run(['ip', 'netns', 'pids', ns], stdout=subprocess.PIPE,
-                              universal_newlines=True).stdout.split()
-        victims = [p for p in pids
-                   if os.path.basename(os.readlink('/proc/%s/exe' % p))
-                   in ('ctdbd', 'smbd')]
+        victims = node_pids(cl, n, 'ctdbd', 'smbd')
         assert victims
-        subprocess.run(['kill', '-KILL'] + victims)
+        subprocess.run(['kill', '-KILL'] + [str(p) for p in victims])
     elif how == 'cutoff':
         # The cable, not the node's own interface: CTDB's 10.interface
         # sets a link that is administratively down up again.
@@ -226,20 +235,6 @@ def banned(cl, skip=()):
         return [int(f[1]) + 1 for f in lines
                 if len(f) > col and f[1].isdigit() and f[col] == '1']
     return None
-
-
-def node_pids(cl, n, exe):
-    ns = cl['NS_PREFIX'] + str(n)
-    out = []
-    for p in subprocess.run(['ip', 'netns', 'pids', ns],
-                            stdout=subprocess.PIPE,
-                            universal_newlines=True).stdout.split():
-        try:
-            if os.path.basename(os.readlink('/proc/%s/exe' % p)) == exe:
-                out.append(int(p))
-        except OSError:
-            pass
-    return out
 
 
 HELPER = 'ctdb_mutex_glusterfs2_helper'
@@ -312,10 +307,12 @@ def test_failover(cl, how):
         addr = cl['PUBLIC_IPS'].split()[0]
     old = holder(cl, addr)
     assert old is not None, 'nobody holds %s' % addr
+    # the lock holder dies as a killed node does
+    failure = 'kill' if how == 'lockholder' else how
     t = Transfer(cl, addr)
 
     t0 = time.monotonic()
-    fail_node(cl, 'kill' if how == 'lockholder' else how, old)
+    fail_node(cl, failure, old)
     moved = served = helper_gone = new_leader = None
     while time.monotonic() - t0 < DEADLINE:
         if helpers and helper_gone is None and \
@@ -357,7 +354,7 @@ def test_failover(cl, how):
             assert banned(cl, skip=(old,)) == [], \
                 'nodes banned after the lock holder died'
     finally:
-        restore(cl, 'kill' if how == 'lockholder' else how, old)
+        restore(cl, failure, old)
         t.remove()
 
 

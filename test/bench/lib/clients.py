@@ -139,14 +139,11 @@ class Clients:
         # time; its CPU over that window is the gfapi client's (glfs_init
         # before it and the exit after it outside).  Reads only: a write
         # job's run time includes its verifying read pass.
-        try:
-            if 'write' in rw:
-                raise KeyError(rw)
-            t_end = t_exit - (wall_exit - js['timestamp_ms'] / 1000.0)
-            res['t_end'] = min(t_end, t_exit)
+        if 'write' not in rw and 'timestamp_ms' in js and \
+                'job_runtime' in job:
+            res['t_end'] = min(t_exit - (wall_exit -
+                                         js['timestamp_ms'] / 1000.0), t_exit)
             res['t_start'] = res['t_end'] - job['job_runtime'] / 1000.0
-        except (KeyError, TypeError):
-            pass
         if not res['ok']:
             res['error'] = 'fio exited %d, job error %s: %s' % (
                 rc, job.get('error'), err.strip()[-300:])
