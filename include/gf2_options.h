@@ -80,6 +80,21 @@ void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
 			       bool *nl_cache, unsigned *md_timeout);
 
 /*
+ * The bricks a client volfile connects to (its protocol/client
+ * translators, snapd's left out) that a pathinfo value of the volume root
+ * (the glusterfs.pathinfo virtual xattr, which names every brick whose
+ * connection is up as "<POSIX(brick path):host:...>") does not name.
+ * Sets *nbricks and *nmissing and writes "host:path" of each missing
+ * brick, space separated, to missing (truncated to missing_len).
+ * Returns -1 when the volfile cannot be judged this way: no brick in it,
+ * or a disperse or thin-arbiter graph, whose pathinfo need not name every
+ * brick.
+ */
+int gf2_volfile_bricks_missing(const char *volfile, const char *pathinfo,
+			       unsigned *nbricks, unsigned *nmissing,
+			       char *missing, size_t missing_len);
+
+/*
  * The per-share options with a safe default, in one table: name (after
  * "glusterfs2:"), kind, default and range.  Every default is defined
  * here and nowhere else.  A bad value is reported and the default used.

@@ -564,6 +564,92 @@ void gf2_volfile_samba_options(const char *volfile, bool *md_invalidation,
 	}
 }
 
+/* Does pathinfo name the brick path p (len bytes) as "<POSIX(p)"? */
+static bool gf2_pathinfo_names(const char *pathinfo, const char *p,
+			       size_t len)
+{
+	const char *at = pathinfo;
+
+	while ((at = strstr(at, "<POSIX(")) != NULL) {
+		at += 7;
+		if (strncmp(at, p, len) == 0 && at[len] == ')') {
+			return true;
+		}
+	}
+	return false;
+}
+
+int gf2_volfile_bricks_missing(const char *volfile, const char *pathinfo,
+			       unsigned *nbricks, unsigned *nmissing,
+			       char *missing, size_t missing_len)
+{
+	const char *p = volfile;
+	const char *host = NULL, *subvol = NULL;
+	size_t host_len = 0, subvol_len = 0, used = 0;
+	bool in_client = false;
+
+	*nbricks = 0;
+	*nmissing = 0;
+	if (missing_len > 0) {
+		missing[0] = '\0';
+	}
+	while (p != NULL && *p != '\0') {
+		const char *end = strchr(p, '\n');
+		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		while (len > 0 && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' ||
+				   p[len - 1] == '\r')) {
+			len--;
+		}
+#define GF2_IS(lit) (len == sizeof(lit) - 1 && memcmp(p, lit, len) == 0)
+#define GF2_HAS(lit) (len > sizeof(lit) - 1 && \
+		      memcmp(p, lit, sizeof(lit) - 1) == 0)
+		if (GF2_IS("type cluster/disperse") ||
+		    GF2_HAS("option thin-arbiter ")) {
+			return -1;
+		} else if (GF2_HAS("volume ")) {
+			in_client = false;
+			host = subvol = NULL;
+		} else if (GF2_IS("type protocol/client")) {
+			in_client = true;
+		} else if (GF2_HAS("option remote-host ")) {
+			host = p + 19;
+			host_len = len - 19;
+		} else if (GF2_HAS("option remote-subvolume ")) {
+			subvol = p + 24;
+			subvol_len = len - 24;
+		} else if (GF2_IS("end-volume") && in_client &&
+			   subvol != NULL &&
+			   !(subvol_len >= 5 &&
+			     memcmp(subvol, "snapd", 5) == 0)) {
+			bool up = gf2_pathinfo_names(pathinfo, subvol,
+						     subvol_len);
+
+			*nbricks += 1;
+			*nmissing += up ? 0 : 1;
+			if (!up && used < missing_len) {
+				int n = snprintf(
+					missing + used, missing_len - used,
+					"%s%.*s:%.*s", used > 0 ? " " : "",
+					host != NULL ? (int)host_len : 1,
+					host != NULL ? host : "?",
+					(int)subvol_len, subvol);
+
+				used += n > 0 ? (size_t)n : 0;
+			}
+			in_client = false;
+		}
+#undef GF2_HAS
+#undef GF2_IS
+		p = end != NULL ? end + 1 : NULL;
+	}
+	return *nbricks > 0 ? 0 : -1;
+}
+
 static const char *const gf2_coherence_names[] = { "age", "strict", NULL };
 
 #define GF2_OPT(field) offsetof(struct gf2_share_options, field)

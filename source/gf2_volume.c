@@ -92,18 +92,12 @@ static void gf2_reap_wait(void)
 		   nsec_time_diff(&end, &start) / 1e9, waited_for);
 }
 
-static void gf2_volume_destroy(struct gf2_volume *vol)
+/* glfs_fini of an instance nothing refers to any more, in a reaper. */
+static void gf2_reap(glfs_t *fs, const char *volname)
 {
 	pthread_attr_t attr;
 	pthread_t tid;
 	int ret;
-
-	DLIST_REMOVE(gf2_volumes, vol);
-	DBG_NOTICE("releasing volume %s\n", vol->volname);
-	if (vol->upcalls) {
-		/* before glfs_fini, as gfapi asks */
-		gf2_upcall_unregister(vol);
-	}
 
 	if (!gf2_reap_atexit) {
 		gf2_reap_atexit = (atexit(gf2_reap_wait) == 0);
@@ -116,7 +110,7 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 	ret = pthread_attr_init(&attr);
 	if (ret == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ret = pthread_create(&tid, &attr, gf2_reaper, vol->fs);
+		ret = pthread_create(&tid, &attr, gf2_reaper, fs);
 		pthread_attr_destroy(&attr);
 	}
 	if (ret != 0) {
@@ -124,11 +118,23 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 		pthread_mutex_lock(&gf2_reap_lock);
 		gf2_reaping -= 1;
 		pthread_mutex_unlock(&gf2_reap_lock);
-		if (glfs_fini(vol->fs) != 0) {
-			DBG_WARNING("glfs_fini(%s) failed: %s\n",
-				    vol->volname, strerror(errno));
+		if (glfs_fini(fs) != 0) {
+			DBG_WARNING("glfs_fini(%s) failed: %s\n", volname,
+				    strerror(errno));
 		}
 	}
+}
+
+static void gf2_volume_destroy(struct gf2_volume *vol)
+{
+	DLIST_REMOVE(gf2_volumes, vol);
+	DBG_NOTICE("releasing volume %s\n", vol->volname);
+	if (vol->upcalls) {
+		/* before glfs_fini, as gfapi asks */
+		gf2_upcall_unregister(vol);
+	}
+
+	gf2_reap(vol->fs, vol->volname);
 	vol->fs = NULL;
 	TALLOC_FREE(vol);
 }
@@ -139,23 +145,33 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
  * negative-lookup cache, md-cache's timeout), for the caches above to
  * decide on, and warn once per volume instance when it is missing.
  */
+/* The client volfile the instance received, or NULL. */
+static char *gf2_volfile(TALLOC_CTX *mem_ctx, glfs_t *fs)
+{
+	char *buf = NULL;
+	ssize_t len = glfs_get_volfile(fs, NULL, 0);
+
+	if (len >= 0) {
+		return NULL;	/* no volfile to look at */
+	}
+	buf = talloc_zero_size(mem_ctx, -len + 1);
+	if (buf == NULL) {
+		return NULL;
+	}
+	len = glfs_get_volfile(fs, buf, -len);
+	if (len <= 0) {
+		TALLOC_FREE(buf);
+	}
+	return buf;
+}
+
 static void gf2_volume_check_options(struct gf2_volume *vol)
 {
 	char *buf = NULL;
-	ssize_t len = 0;
 
 	vol->md_timeout = 1;
-	len = glfs_get_volfile(vol->fs, NULL, 0);
-	if (len >= 0) {
-		return;		/* no volfile to look at */
-	}
-	buf = talloc_zero_size(NULL, -len + 1);
+	buf = gf2_volfile(NULL, vol->fs);
 	if (buf == NULL) {
-		return;
-	}
-	len = glfs_get_volfile(vol->fs, buf, -len);
-	if (len <= 0) {
-		TALLOC_FREE(buf);
 		return;
 	}
 	gf2_volfile_samba_options(buf, &vol->md_invalidation, &vol->nl_cache,
@@ -248,13 +264,166 @@ static int gf2_volume_set_xlators(glfs_t *fs,
 				 "write-behind pass-through", true);
 }
 
+/*
+ * Is every brick of the client graph connected?  glfs_init returns once
+ * every brick connection has come up or failed, and a failed one is only
+ * tried again seconds later; meanwhile the instance serves a part of the
+ * volume without an error: listings lack the entries of that brick,
+ * creates whose names hash to it fail with EIO.  A brick that is down
+ * does that, and so does a first handshake that GlusterFS itself turns
+ * down: two brick connections of a new instance finishing their
+ * handshakes at the same moment can fail one of them ("volume-id
+ * changed, can't connect to server"; the shared volume id is written
+ * by one handshake while the other compares it).
+ *
+ * The root's glusterfs.pathinfo names every brick whose connection is
+ * up; the volfile names them all.  When the answer is not clear (no
+ * volfile, no pathinfo, a disperse graph) the bricks count as connected.
+ * Returns false with the missing bricks, "host:path" space separated,
+ * in *missing.
+ */
+static bool gf2_bricks_connected(TALLOC_CTX *mem_ctx, glfs_t *fs,
+				 unsigned *nbricks, char **missing)
+{
+	char *volfile = NULL;
+	char *pathinfo = NULL;
+	ssize_t len;
+	unsigned nmissing = 0;
+	bool connected = true;
+	int ret;
+
+	*nbricks = 0;
+	*missing = NULL;
+	volfile = gf2_volfile(mem_ctx, fs);
+	if (volfile == NULL) {
+		return true;
+	}
+	len = glfs_getxattr(fs, "/", "glusterfs.pathinfo", NULL, 0);
+	if (len <= 0) {
+		TALLOC_FREE(volfile);
+		return true;
+	}
+	len += 4096;		/* a brick connecting meanwhile */
+	pathinfo = talloc_zero_size(mem_ctx, len + 1);
+	*missing = talloc_zero_size(mem_ctx, 1024);
+	if (pathinfo == NULL || *missing == NULL) {
+		goto done;
+	}
+	len = glfs_getxattr(fs, "/", "glusterfs.pathinfo", pathinfo, len);
+	if (len <= 0) {
+		goto done;
+	}
+	pathinfo[len] = '\0';
+	ret = gf2_volfile_bricks_missing(volfile, pathinfo, nbricks,
+					 &nmissing, *missing, 1024);
+	connected = (ret != 0 || nmissing == 0);
+done:
+	TALLOC_FREE(volfile);
+	TALLOC_FREE(pathinfo);
+	if (connected) {
+		TALLOC_FREE(*missing);
+	}
+	return connected;
+}
+
+/* A new, initialized instance of the volume, or NULL with errno set. */
+static glfs_t *gf2_volume_init_fs(const struct gf2_volume_params *p,
+				  const char *servers)
+{
+	glfs_t *fs = NULL;
+	size_t i;
+	int ret;
+
+	fs = glfs_new(p->volname);
+	if (fs == NULL) {
+		DBG_ERR("glfs_new(%s) failed: %s\n", p->volname,
+			strerror(errno));
+		return NULL;
+	}
+
+	for (i = 0; i < p->num_servers; i++) {
+		const struct gf2_volfile_server *s = &p->servers[i];
+
+		ret = glfs_set_volfile_server(fs, s->transport, s->host,
+					      s->port);
+		if (ret < 0) {
+			DBG_ERR("volume %s: cannot use volfile server "
+				"%s+%s:%d: %s\n", p->volname, s->transport,
+				s->host, s->port, strerror(errno));
+			goto fail;
+		}
+	}
+
+	ret = glfs_set_logging(fs, p->logfile, p->loglevel);
+	if (ret < 0) {
+		DBG_ERR("volume %s: cannot log to %s at level %d: %s\n",
+			p->volname, p->logfile ? p->logfile : "(default)",
+			p->loglevel, strerror(errno));
+		goto fail;
+	}
+
+	if (gf2_volume_set_xlators(fs, p) != 0) {
+		goto fail;
+	}
+
+	gf2_transport_bind();
+	ret = glfs_init(fs);
+	if (ret < 0) {
+		DBG_ERR("volume %s unavailable from volfile servers %s: %s\n",
+			p->volname, servers, strerror(errno));
+		goto fail;
+	}
+	return fs;
+
+fail:
+	{
+		int saved_errno = errno;
+
+		glfs_fini(fs);
+		errno = saved_errno;
+	}
+	return NULL;
+}
+
+/*
+ * Initialize the volume's instance; when a brick connection is missing
+ * right after, initialize one more (the first is released in a reaper)
+ * and serve with what that one reaches, warning which bricks it lacks.
+ */
+static glfs_t *gf2_volume_connect(const struct gf2_volume_params *p,
+				  const char *servers)
+{
+	glfs_t *fs = NULL;
+	char *missing = NULL;
+	unsigned nbricks = 0;
+
+	fs = gf2_volume_init_fs(p, servers);
+	if (fs == NULL ||
+	    gf2_bricks_connected(talloc_tos(), fs, &nbricks, &missing)) {
+		return fs;
+	}
+	DBG_WARNING("volume %s: brick %s not connected after init; "
+		   "connecting once more\n", p->volname, missing);
+	TALLOC_FREE(missing);
+	gf2_reap(fs, p->volname);
+
+	fs = gf2_volume_init_fs(p, servers);
+	if (fs == NULL ||
+	    gf2_bricks_connected(talloc_tos(), fs, &nbricks, &missing)) {
+		return fs;
+	}
+	DBG_WARNING("volume %s: serving without brick %s (%u bricks in "
+		    "all) until its connection comes up: entries on it are "
+		    "missing meanwhile\n", p->volname, missing, nbricks);
+	TALLOC_FREE(missing);
+	return fs;
+}
+
 struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 {
 	struct gf2_volume *vol = NULL;
 	char servers[1024];
 	char *key = NULL;
-	size_t i;
-	int ret;
 
 	gf2_format_volfile_servers(p->servers, p->num_servers,
 				   servers, sizeof(servers));
@@ -290,45 +459,13 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 		return NULL;
 	}
 
-	vol->fs = glfs_new(p->volname);
+	vol->fs = gf2_volume_connect(p, servers);
 	if (vol->fs == NULL) {
-		DBG_ERR("glfs_new(%s) failed: %s\n", p->volname,
-			strerror(errno));
+		int saved_errno = errno;
+
 		TALLOC_FREE(vol);
+		errno = saved_errno;
 		return NULL;
-	}
-
-	for (i = 0; i < p->num_servers; i++) {
-		const struct gf2_volfile_server *s = &p->servers[i];
-
-		ret = glfs_set_volfile_server(vol->fs, s->transport, s->host,
-					      s->port);
-		if (ret < 0) {
-			DBG_ERR("volume %s: cannot use volfile server "
-				"%s+%s:%d: %s\n", p->volname, s->transport,
-				s->host, s->port, strerror(errno));
-			goto fail;
-		}
-	}
-
-	ret = glfs_set_logging(vol->fs, p->logfile, p->loglevel);
-	if (ret < 0) {
-		DBG_ERR("volume %s: cannot log to %s at level %d: %s\n",
-			p->volname, p->logfile ? p->logfile : "(default)",
-			p->loglevel, strerror(errno));
-		goto fail;
-	}
-
-	if (gf2_volume_set_xlators(vol->fs, p) != 0) {
-		goto fail;
-	}
-
-	gf2_transport_bind();
-	ret = glfs_init(vol->fs);
-	if (ret < 0) {
-		DBG_ERR("volume %s unavailable from volfile servers %s: %s\n",
-			p->volname, servers, strerror(errno));
-		goto fail;
 	}
 
 	vol->upcalls = gf2_upcall_register(vol);
@@ -337,16 +474,6 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 	DLIST_ADD(gf2_volumes, vol);
 	DBG_NOTICE("volume %s connected through %s\n", p->volname, servers);
 	return vol;
-
-fail:
-	{
-		int saved_errno = errno;
-
-		glfs_fini(vol->fs);
-		TALLOC_FREE(vol);
-		errno = saved_errno;
-	}
-	return NULL;
 }
 
 void gf2_volume_put(struct gf2_volume *vol)

@@ -294,6 +294,96 @@ static const struct gf2_opt_def *opt_named(const char *name)
 	return NULL;
 }
 
+static void test_volfile_bricks_missing(void **state)
+{
+	static const char dist[] =
+		"volume v-client-0\n"
+		"    type protocol/client\n"
+		"    option remote-host h1\n"
+		"    option remote-subvolume /b/one\n"
+		"end-volume\n"
+		"\n"
+		"volume v-client-1\n"
+		"    type protocol/client\n"
+		"    option remote-subvolume /b/two\n"
+		"    option remote-host h2\n"
+		"end-volume\n"
+		"volume snapd-v\n"
+		"    type protocol/client\n"
+		"    option remote-host h1\n"
+		"    option remote-subvolume snapd-v\n"
+		"end-volume\n"
+		"volume v-dht\n"
+		"    type cluster/distribute\n"
+		"    subvolumes v-client-0 v-client-1\n"
+		"end-volume\n";
+	static const char both[] =
+		"((<DISTRIBUTE:v-dht> <POSIX(/b/one):h1:/b/one/> "
+		"<POSIX(/b/two):h2:/b/two/>) (v-dht-layout))";
+	static const char one[] =
+		"((<DISTRIBUTE:v-dht> <POSIX(/b/two):h2:/b/two/>) "
+		"(v-dht-layout))";
+	/* a path that only starts like a brick's does not name it */
+	static const char prefix[] =
+		"(<POSIX(/b/one2):h1:/b/one2/> <POSIX(/b/two):h2:/b/two/>)";
+	unsigned n = 99, m = 99;
+	char missing[64];
+	char tiny[6];
+
+	(void)state;
+	assert_int_equal(gf2_volfile_bricks_missing(dist, both, &n, &m,
+						    missing, sizeof(missing)),
+			 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(m, 0);
+	assert_string_equal(missing, "");
+
+	assert_int_equal(gf2_volfile_bricks_missing(dist, one, &n, &m,
+						    missing, sizeof(missing)),
+			 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(m, 1);
+	assert_string_equal(missing, "h1:/b/one");
+
+	assert_int_equal(gf2_volfile_bricks_missing(dist, prefix, &n, &m,
+						    missing, sizeof(missing)),
+			 0);
+	assert_int_equal(m, 1);
+	assert_string_equal(missing, "h1:/b/one");
+
+	assert_int_equal(gf2_volfile_bricks_missing(dist, "", &n, &m,
+						    missing, sizeof(missing)),
+			 0);
+	assert_int_equal(m, 2);
+	assert_string_equal(missing, "h1:/b/one h2:/b/two");
+
+	/* truncated, still terminated, the count complete */
+	assert_int_equal(gf2_volfile_bricks_missing(dist, "", &n, &m,
+						    tiny, sizeof(tiny)), 0);
+	assert_int_equal(m, 2);
+	assert_string_equal(tiny, "h1:/b");
+
+	/* no brick, or a graph whose pathinfo need not name every brick */
+	assert_int_equal(gf2_volfile_bricks_missing("", both, &n, &m,
+						    missing, sizeof(missing)),
+			 -1);
+	assert_int_equal(gf2_volfile_bricks_missing(
+				 "volume v-client-0\n type protocol/client\n"
+				 " option remote-subvolume /b/one\n"
+				 "end-volume\n"
+				 "volume v-disperse-0\n type cluster/disperse\n"
+				 "end-volume\n", "", &n, &m,
+				 missing, sizeof(missing)), -1);
+	assert_int_equal(gf2_volfile_bricks_missing(
+				 "volume v-client-0\n type protocol/client\n"
+				 " option remote-subvolume /b/one\n"
+				 "end-volume\n"
+				 "volume v-replicate-0\n type cluster/replicate\n"
+				 " option thin-arbiter h3:/ta\n"
+				 "end-volume\n", "", &n, &m,
+				 missing, sizeof(missing)), -1);
+}
+
 static void test_share_option_defaults(void **state)
 {
 	struct gf2_share_options o;
@@ -397,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_ints_and_bools),
 		cmocka_unit_test(test_volfile_samba_options),
+		cmocka_unit_test(test_volfile_bricks_missing),
 		cmocka_unit_test(test_share_option_defaults),
 		cmocka_unit_test(test_share_option_set),
 		cmocka_unit_test(test_share_option_bad_keeps_default),
