@@ -9,6 +9,7 @@ str() of the lock elements, which is wrong on Python 3).
 """
 
 import os
+import random
 import subprocess
 
 from impacket import smb3structs as s3
@@ -74,11 +75,23 @@ def status_name(code):
 class Head:
     """One SMB2 session to one address of the cluster, one tree."""
 
-    def __init__(self, addr, env, user=None, password=None, timeout=30):
+    def __init__(self, addr, env, user=None, password=None, timeout=30,
+                 client_seed=None):
+        """client_seed: the same seed gives the same ClientGuid on every
+        connection, as one Windows client has (impacket draws it from
+        random while it connects); durable and lease reconnects need it."""
         self.addr = addr
-        self.conn = SMBConnection(addr, addr, sess_port=int(env['SMB_PORT']),
-                                  timeout=timeout,
-                                  preferredDialect=s3.SMB2_DIALECT_30)
+        state = random.getstate()
+        if client_seed is not None:
+            random.seed(client_seed)
+        try:
+            self.conn = SMBConnection(addr, addr,
+                                      sess_port=int(env['SMB_PORT']),
+                                      timeout=timeout,
+                                      preferredDialect=s3.SMB2_DIALECT_30)
+        finally:
+            if client_seed is not None:
+                random.setstate(state)
         self.conn.login(user or env['SMB_USER'], password or env['SMB_PASS'])
         self.share = env['SHARE']
         self.tid = self.conn.connectTree(self.share)
