@@ -79,13 +79,15 @@ def _sanitizer_module():
 
 
 # CI (CI=true) runs a bounded set of the clustered-heads tests: every test
-# of glusterfs2's own share, not the side-by-side runs of the same failover
-# scenarios on the stock module's and the FUSE re-export's shares (each
-# scenario brings a node down and up again: about a minute each).
+# of glusterfs2's own share with our lock helper, not the side-by-side runs
+# of the same failover scenarios on the stock module's and the FUSE
+# re-export's shares nor those with CTDB's fcntl lock helper (each scenario
+# brings a node down and up again: a minute or more each).
 # GF2_CLUSTER_FULL=1 runs them in CI too; test/run-all elsewhere always does.
 CI_CLUSTER_REASON = ('CI runs the failover scenarios on glusterfs2\'s share '
-                     'only (the stock module and the FUSE re-export side by '
-                     'side: test/run-all outside CI, or GF2_CLUSTER_FULL=1)')
+                     'with our lock helper only (the stock module, the FUSE '
+                     're-export and the fcntl lock side by side: '
+                     'test/run-all outside CI, or GF2_CLUSTER_FULL=1)')
 _ci_deselected = []
 
 
@@ -93,6 +95,8 @@ def _ci_bounded(item):
     if os.environ.get('CI') != 'true' or \
             os.environ.get('GF2_CLUSTER_FULL') == '1':
         return False
+    if item.nodeid.split('::')[0].endswith('test_cluster_fcntl_lock.py'):
+        return True
     if not item.nodeid.split('::')[0].endswith('test_cluster_failover.py'):
         return False
     params = getattr(getattr(item, 'callspec', None), 'params', {})

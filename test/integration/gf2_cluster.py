@@ -42,15 +42,21 @@ def env():
     return out
 
 
-def cluster():
+def cluster(lock='gfapi'):
+    """test/cluster env of a cluster up with the given cluster lock
+    (gfapi: our helper; fcntl: CTDB's on a FUSE mount), brought up, or
+    its nodes restarted with that lock, when needed."""
     global _brought_up
     e = env()
-    if e is None:
-        p = run(CLUSTER, 'up', timeout=900, check=False)
+    if e is None or e.get('LOCK', 'gfapi') != lock:
+        args = ['up', '--lock', lock]
+        if e is not None:
+            args += ['--nodes', e['NODES']]
+        p = run(CLUSTER, *args, timeout=900, check=False)
         if p.returncode != 0:
             run(CLUSTER, 'down', timeout=600, check=False)
             raise RuntimeError('test/cluster up failed:\n' + p.stdout[-3000:])
-        _brought_up = True
+        _brought_up = _brought_up or e is None
         e = env()
     return e
 

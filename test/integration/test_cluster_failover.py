@@ -38,10 +38,18 @@ import gf2_cluster
 from gf2_cluster import Head
 
 MIB = 1 << 20
-SIZE = 48 * MIB
+# Each client moves 1 GiB; CI's bounded run (CI=true without
+# GF2_CLUSTER_FULL=1) 256 MiB; GF2_CLUSTER_TRANSFER_MIB sets it.
+_CI_BOUNDED = (os.environ.get('CI') == 'true' and
+               os.environ.get('GF2_CLUSTER_FULL') != '1')
+SIZE = int(os.environ.get('GF2_CLUSTER_TRANSFER_MIB',
+                          '256' if _CI_BOUNDED else '1024')) * MIB
 CHUNK = MIB
-PACE = 0.05          # seconds between two chunks: the transfer spans the failure
-DEADLINE = 180       # seconds a client keeps trying to reconnect
+PACE = 0.01          # seconds between two chunks
+# the failure comes once both clients have moved a third of the file
+FAIL_AT = max(8, SIZE // CHUNK // 3)
+# seconds a client keeps going, reconnecting after errors, in all
+DEADLINE = 180 + SIZE // MIB * 0.2
 SHARE_ALL = s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE
 
 
@@ -172,7 +180,8 @@ def restore(cl, how, n):
                        check=True)
     # `up` restarts a node that is down and waits for every node OK
     p = gf2_cluster.run(gf2_cluster.CLUSTER, 'up', '--nodes', cl['NODES'],
-                        timeout=600, check=False)
+                        '--lock', cl.get('LOCK', 'gfapi'), timeout=600,
+                        check=False)
     assert p.returncode == 0, p.stdout[-2000:]
 
 
@@ -240,6 +249,12 @@ def banned(cl, skip=()):
 HELPER = 'ctdb_mutex_glusterfs2_helper'
 
 
+def lock_helper(cl):
+    """the program holding the cluster lock (test/cluster env
+    LOCK_HELPER: ours, or CTDB's fcntl helper with `up --lock fcntl`)"""
+    return cl.get('LOCK_HELPER', HELPER)
+
+
 class Transfer:
     """A reader and a writer of SIZE bytes through one address, started
     and left running; check() waits for both and asserts every byte."""
@@ -248,19 +263,25 @@ class Transfer:
         self.cl, self.fuse = cl, cl['FUSE_MOUNT']
         self.src = 'fo-src-%s' % uuid.uuid4().hex[:8]
         self.dst = 'fo-dst-%s' % uuid.uuid4().hex[:8]
-        body = os.urandom(SIZE)
+        h = hashlib.sha256()
         with open(os.path.join(self.fuse, self.src), 'wb') as f:
-            f.write(body)
-        self.want_read = hashlib.sha256(body).hexdigest()
-        self.want_written = hashlib.sha256(
-            b''.join(pattern(i) for i in range(SIZE // CHUNK))).hexdigest()
+            for _ in range(SIZE // CHUNK):
+                block = os.urandom(CHUNK)
+                h.update(block)
+                f.write(block)
+        self.want_read = h.hexdigest()
+        h = hashlib.sha256()
+        for i in range(SIZE // CHUNK):
+            h.update(pattern(i))
+        self.want_written = h.hexdigest()
         self.reader = Client(cl, addr, self.src, write=False)
         self.writer = Client(cl, addr, self.dst, write=True)
         self.reader.start()
         self.writer.start()
-        t_wait = time.monotonic() + 60
-        while min(self.reader.done_chunks, self.writer.done_chunks) < 8:
-            assert time.monotonic() < t_wait, 'clients did not start'
+        t_wait = time.monotonic() + 60 + FAIL_AT * 0.2
+        while min(self.reader.done_chunks,
+                  self.writer.done_chunks) < FAIL_AT:
+            assert time.monotonic() < t_wait, 'clients did not get going'
             assert self.reader.is_alive() and self.writer.is_alive()
             time.sleep(0.1)
 
@@ -271,13 +292,17 @@ class Transfer:
     def check(self):
         assert self.reader.failed is None, self.reader.failed
         assert self.writer.failed is None, self.writer.failed
-        got = hashlib.sha256(b''.join(
-            self.reader.data[i] for i in range(SIZE // CHUNK))).hexdigest()
-        assert got == self.want_read, 'bytes read differ from the file'
+        h = hashlib.sha256()
+        for i in range(SIZE // CHUNK):
+            h.update(self.reader.data[i])
+        assert h.hexdigest() == self.want_read, \
+            'bytes read differ from the file'
+        h = hashlib.sha256()
         with open(os.path.join(self.fuse, self.dst), 'rb') as f:
-            assert hashlib.sha256(f.read()).hexdigest() == \
-                self.want_written, \
-                'the written file on the volume differs from what was sent'
+            for block in iter(lambda: f.read(CHUNK), b''):
+                h.update(block)
+        assert h.hexdigest() == self.want_written, \
+            'the written file on the volume differs from what was sent'
 
     def remove(self):
         for name in (self.src, self.dst):
@@ -295,9 +320,9 @@ def test_failover(cl, how):
         # it serves, and leave its lock helper to notice
         lock_node = leader(cl)
         assert lock_node is not None, 'no node is the leader'
-        helpers = node_pids(cl, lock_node, HELPER)
-        assert helpers, 'the leader (node %d) runs no %s' % (lock_node,
-                                                              HELPER)
+        helpers = node_pids(cl, lock_node, lock_helper(cl))
+        assert helpers, 'the leader (node %d) runs no %s' % (
+            lock_node, lock_helper(cl))
         held = [a for a in cl['PUBLIC_IPS'].split()
                 if holder(cl, a) == lock_node]
         assert held, 'the leader (node %d) holds no public address' % \
@@ -378,8 +403,9 @@ def test_brick_killed(cl):
     old = holder(cl, addr)
     lead = leader(cl)
     assert old is not None and lead is not None
-    helpers = node_pids(cl, lead, HELPER)
-    assert helpers, 'the leader (node %d) runs no %s' % (lead, HELPER)
+    helpers = node_pids(cl, lead, lock_helper(cl))
+    assert helpers, 'the leader (node %d) runs no %s' % (lead,
+                                                          lock_helper(cl))
     vols = (cl['GLUSTER_VOLUME'], cl['LOCK_VOLUME'])
     t = Transfer(cl, addr)
     victims = {}
@@ -400,7 +426,7 @@ def test_brick_killed(cl):
         t.check()
         assert holder(cl, addr) == old, 'the address moved'
         assert leader(cl) == lead, 'the lead (and the lock) changed hands'
-        assert node_pids(cl, lead, HELPER) == helpers, \
+        assert node_pids(cl, lead, lock_helper(cl)) == helpers, \
             'the lock helper was replaced: the lock was given up'
         assert banned(cl) == [], 'nodes banned after a brick died'
     finally:

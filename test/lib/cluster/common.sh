@@ -48,6 +48,7 @@ SHARE=gf2cl
 STOCK_SHARE=gf2cl-stock
 FUSE_SHARE=gf2cl-fuse
 NODE_FUSE=/run/gf2cl-fuse
+NODE_LOCK_FUSE=/run/gf2cl-lock  # --lock fcntl: the lock volume, in each node
 SMB_PORT=445
 USER1=gf2cl1 PASS1=gf2clpass1
 USER2=gf2cl2 PASS2=gf2clpass2

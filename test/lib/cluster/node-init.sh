@@ -1,6 +1,6 @@
 #!/bin/bash
-# test/lib/cluster/node-init.sh N DIR BINDS FUSE_SOURCE FUSE_DIR: the first
-# process of node N,
+# test/lib/cluster/node-init.sh N DIR BINDS FUSE_SOURCE FUSE_DIR
+# [LOCK_SOURCE LOCK_DIR]: the first process of node N,
 # run by test/cluster in the node's new network, mount, UTS and PID
 # namespaces.  It names the node, gives it its own /proc, /run and CTDB and
 # Samba directories, starts ctdbd and reaps what the node leaves (it is
@@ -14,9 +14,11 @@
 #
 # FUSE_SOURCE (HOST:/VOLUME) is mounted on FUSE_DIR inside the node, for
 # the share that re-exports it; a failed mount is logged and the node
-# starts anyway (that share then fails, the others serve).
+# starts anyway (that share then fails, the others serve).  LOCK_SOURCE,
+# when not empty, is the lock volume, mounted on LOCK_DIR for CTDB's fcntl
+# helper (test/cluster up --lock fcntl).
 set -eu
-n=$1 d=$2 binds=$3 fuse_src=$4 fuse_dir=$5
+n=$1 d=$2 binds=$3 fuse_src=$4 fuse_dir=$5 lock_src=${6:-} lock_dir=${7:-}
 hostname "gf2cl-node$n"
 mount -t proc proc /proc
 mount -t tmpfs -o mode=755 tmpfs /run
@@ -27,6 +29,11 @@ done
 mkdir -p "$fuse_dir"
 mount -t glusterfs -o log-file=/var/log/samba/fuse-mount.log "$fuse_src" "$fuse_dir" ||
 	echo "node $n: FUSE mount of $fuse_src on $fuse_dir failed" >&2
+if [ -n "$lock_src" ]; then
+	mkdir -p "$lock_dir"
+	mount -t glusterfs -o log-file=/var/log/ctdb/lock-fuse.log "$lock_src" "$lock_dir" ||
+		echo "node $n: FUSE mount of $lock_src on $lock_dir failed" >&2
+fi
 /usr/sbin/ctdbd --interactive &
 ctdbd=$!
 trap 'kill -TERM $ctdbd 2>/dev/null' TERM INT

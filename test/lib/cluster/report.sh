@@ -14,6 +14,10 @@ cmd_env() {
 		pub="$pub${pub:+ }$(public_ip "$i")"
 		nodes="$nodes${nodes:+ }$(node_ip "$i")"
 	done
+	local lock helper
+	lock=$(state_get LOCK gfapi)
+	helper=$(basename "$HELPER")
+	[ "$lock" != fcntl ] || helper=ctdb_mutex_fcntl_helper
 	cat <<EOF
 PUBLIC_IPS='$pub'
 NODE_IPS='$nodes'
@@ -35,6 +39,8 @@ NS_PREFIX=$NS_PREFIX
 BRIDGE=$BRIDGE
 HOST_VETHS='$(for ((i = 1; i <= nn; i++)); do printf '%s ' "$(host_veth "$i")"; done | sed 's/ $//')'
 CLUSTER_DIR=$CL
+LOCK=$lock
+LOCK_HELPER=$helper
 EOF
 }
 

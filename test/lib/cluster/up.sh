@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# test/lib/cluster/up.sh: test/cluster up [--nodes N].
+# test/lib/cluster/up.sh: test/cluster up [--nodes N] [--lock gfapi|fcntl].
 # Sourced by test/cluster.
 
 ensure_build() {
@@ -33,30 +33,38 @@ smb_answers() { # IP
 }
 
 cmd_up() {
-	local nn=3
+	local nn=3 lock=gfapi
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--nodes) nn=${2:-}; shift 2 || die "--nodes needs a number" ;;
 		--nodes=*) nn=${1#--nodes=}; shift ;;
-		*) die "unknown option $1 (up [--nodes N])" ;;
+		--lock) lock=${2:-}; shift 2 || die "--lock needs gfapi or fcntl" ;;
+		--lock=*) lock=${1#--lock=}; shift ;;
+		*) die "unknown option $1 (up [--nodes N] [--lock gfapi|fcntl])" ;;
 		esac
 	done
 	case $nn in
 	[2-4]) ;;
 	*) die "--nodes $nn: 2 to $MAX_NODES" ;;
 	esac
+	case $lock in
+	gfapi | fcntl) ;;
+	*) die "--lock $lock: gfapi or fcntl" ;;
+	esac
 	need_root
 	command -v ctdbd >/dev/null || die "ctdbd missing: scripts/install-deps installs ctdb"
 	glusterd_answers || die "glusterd does not answer (it is started by test/stack up)"
 	mkdir -p "$CL"
 
-	local i old
+	local i old oldlock
 	old=$(state_get NODES)
-	if [ -n "$old" ] && [ "$old" != "$nn" ]; then
-		log "cluster had $old nodes, now $nn: restarting the nodes"
+	oldlock=$(state_get LOCK gfapi)
+	if [ -n "$old" ] && { [ "$old" != "$nn" ] || [ "$oldlock" != "$lock" ]; }; then
+		log "cluster had $old nodes and the $oldlock lock, now $nn and $lock: restarting the nodes"
 		for ((i = MAX_NODES; i >= 1; i--)); do stop_node "$i"; delete_ns "$i"; done
 	fi
 	state_set NODES "$nn"
+	state_set LOCK "$lock"
 
 	ensure_build
 	ensure_bridge
