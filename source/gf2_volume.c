@@ -139,12 +139,6 @@ static void gf2_volume_destroy(struct gf2_volume *vol)
 	TALLOC_FREE(vol);
 }
 
-/*
- * Read from the client volfile gfapi received what Gluster's "samba"
- * option group turns on (md-cache held coherent by upcalls, the
- * negative-lookup cache, md-cache's timeout), for the caches above to
- * decide on, and warn once per volume instance when it is missing.
- */
 /* The client volfile the instance received, or NULL. */
 static char *gf2_volfile(TALLOC_CTX *mem_ctx, glfs_t *fs)
 {
@@ -165,6 +159,12 @@ static char *gf2_volfile(TALLOC_CTX *mem_ctx, glfs_t *fs)
 	return buf;
 }
 
+/*
+ * Read from the client volfile gfapi received what Gluster's "samba"
+ * option group turns on (md-cache held coherent by upcalls, the
+ * negative-lookup cache, md-cache's timeout), for the caches above to
+ * decide on, and warn once per volume instance when it is missing.
+ */
 static void gf2_volume_check_options(struct gf2_volume *vol)
 {
 	char *buf = NULL;
