@@ -98,7 +98,13 @@ def test_bench_bad_arguments(stack):
                       (['--reps', '0'], "--reps"),
                       (['--shares', ''], "--shares needs"),
                       (['--prefetch-compare', '--shares', 'glusterfs'],
-                       "--prefetch-compare chooses")):
+                       "--prefetch-compare chooses"),
+                      (['--platform', '../x'], "not a platform name"),
+                      (['--platform', 'trixie', '--shares', 'gfapi'],
+                       "no share gfapi"),
+                      (['--platform', 'trixie', '--volume-group', 'samba'],
+                       "no --volume-group"),
+                      (['--platform', 'nosuch'], "the stack is not up")):
         p = subprocess.run([run] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True,
                            timeout=120)

@@ -18,7 +18,7 @@ from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, DATADIR,
 from .config import Config
 from .meta import versions
 from .report import summarize, write_csv, write_json, write_markdown
-from .stack import GROUPS_DIR, VolumeGroup, stack_env
+from .stack import GROUPS_DIR, VolumeGroup, gluster_cmd, stack_env
 
 
 def parse_args(argv):
@@ -57,6 +57,13 @@ def parse_args(argv):
                          '%s, e.g. samba) to the stack\'s volume for the '
                          'run, and put the volume\'s options back as they '
                          'were afterwards' % GROUPS_DIR)
+    ap.add_argument('--platform', default=None, metavar='NAME',
+                    help='the stack of a test platform (test/stack up '
+                         '--platform NAME: trixie, trixie-backports; '
+                         'bookworm is this machine, as without it): its '
+                         'shares beside its own stock module; no raw gfapi '
+                         '(fio runs here, against this machine\'s gfapi), '
+                         'no --volume-group, no baseline share')
     ap.add_argument('--list', action='store_true',
                     help='list the workloads and exit')
     ap.add_argument('--clean', action='store_true',
@@ -93,9 +100,23 @@ def main(argv):
                  'itself: no --workloads or --shares with it')
     workloads = parse_list(args.workloads, WORKLOAD_NAMES, 'workloads') \
         if args.workloads is not None else list(WORKLOAD_NAMES)
+    platform = args.platform
+    if platform in ('bookworm', 'debian12'):
+        platform = None
+    if platform is not None and not re.fullmatch(r'[a-z0-9][a-z0-9-]*',
+                                                 platform):
+        die_args('--platform: not a platform name: \'%s\'' % platform)
     backends = parse_list(args.shares, ALL_BACKENDS, 'shares',
                           SHARE_ALIASES) \
-        if args.shares is not None else list(BACKENDS)
+        if args.shares is not None else \
+        [b for b in BACKENDS if not (platform and b == 'gfapi')]
+    if platform and ('gfapi' in backends or BASE in backends):
+        die_args('--platform %s: no share gfapi or %s there (raw gfapi and '
+                 'the baseline build are of this machine)' % (platform,
+                                                              BASE))
+    if platform and args.volume_group is not None:
+        die_args('--platform %s: no --volume-group (the option groups are '
+                 'this machine\'s glusterd\'s)' % platform)
     if args.prefetch_compare:
         workloads = [w for w in WORKLOAD_NAMES
                      if w in PREFETCH_COMPARE_WORKLOADS]
@@ -116,7 +137,7 @@ def main(argv):
     if 'gfapi' in backends and not shutil.which('fio'):
         die_args('fio not found (scripts/install-deps)')
 
-    env = stack_env()
+    env = stack_env(platform)
     if BASE in backends and env.get('BASELINE_SHARE') != BASE:
         die_args('the stack has no share %s: build one with '
                  'test/bench/baseline REV, then test/stack up --no-build '
@@ -153,8 +174,8 @@ def main(argv):
                      'test/stack status)' % (s, bench.host, bench.port,
                                              res.get('error')))
     if 'gfapi' in backends:
-        rc, out, err = bench.run_cmd(['gluster', '--mode=script', 'volume',
-                                      'info', bench.volume], 60)
+        rc, out, err = bench.run_cmd(gluster_cmd(env) + [
+            '--mode=script', 'volume', 'info', bench.volume], 60)
         if rc != 0 or 'Status: Started' not in out:
             die_args('volume %s is not started: %s' % (
                 bench.volume, (err or out).strip()[-200:]))
@@ -167,7 +188,7 @@ def main(argv):
     os.environ['GLUSTERFS2_MODULE_STATE'] = env.get('MODULE_STATE', '')
     os.environ['BASELINE_MODULE'] = env.get('BASELINE_MODULE', '') \
         if BASE in backends else ''
-    meta = versions()
+    meta = versions(env)
     meta.update({
         'date': datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC'),
         # (the start of the run)

@@ -9,8 +9,14 @@ import threading
 from .common import now
 
 
-def proc_children(ppid, exe='/usr/sbin/smbd'):
+def proc_children(ppid):
+    """The children of ppid that run its program (smbd's forks, here or
+    in a platform's root)."""
     out = []
+    try:
+        exe = os.readlink('/proc/%d/exe' % ppid)
+    except OSError:
+        return out
     for d in os.listdir('/proc'):
         if not d.isdigit():
             continue
@@ -158,10 +164,25 @@ def socket_inodes(pid):
     return out
 
 
-def tcp_sockets():
-    """{socket inode: (local port, remote port)} of every TCP socket"""
+def other_netns(pid):
+    """Does pid live in another network namespace than this process?"""
+    try:
+        return os.readlink('/proc/%d/ns/net' % pid) != \
+            os.readlink('/proc/self/ns/net')
+    except OSError:
+        return False
+
+
+def tcp_sockets(server_pid=None):
+    """{socket inode: (local port, remote port)} of every TCP socket of
+    this network namespace and of server_pid's (a platform's smbd serves
+    in a namespace of its own; inode numbers are unique across them)"""
     out = {}
-    for fn in ('/proc/net/tcp', '/proc/net/tcp6'):
+    files = ['/proc/net/tcp', '/proc/net/tcp6']
+    if server_pid and other_netns(server_pid):
+        files += ['/proc/%d/net/tcp' % server_pid,
+                  '/proc/%d/net/tcp6' % server_pid]
+    for fn in files:
         try:
             with open(fn) as f:
                 lines = f.read().splitlines()[1:]
@@ -247,7 +268,7 @@ class CpuSampler(threading.Thread):
             clients = list(self.clients)
         if not clients:
             return
-        table = tcp_sockets()
+        table = tcp_sockets(self.main_pid)
         ports = set()
         for c in clients:
             for p in descendants(c):

@@ -11,6 +11,7 @@ import time
 
 from .common import (ALL_SMB_SHARES, DATADIR, PW_SEED, MiB, human_size, now,
                      size_tag)
+from .stack import gluster_cmd, platform_root, runs_in
 
 
 class Data:
@@ -117,7 +118,10 @@ class Data:
         self.say('prepared in %.0f s' % (now() - t))
 
     def brick_pids(self):
-        """{brick dir: glusterfsd pid or None}"""
+        """{brick dir: glusterfsd pid or None}: the brick daemons of the
+        stack's own glusterd (a platform's bricks have the same paths in
+        its root as this machine's stack in /: told apart by their root)"""
+        root = platform_root(self.env)
         found = {b: None for b in self.bricks}
         for d in os.listdir('/proc'):
             if not d.isdigit():
@@ -130,8 +134,9 @@ class Data:
             if not args or not args[0].endswith('glusterfsd'):
                 continue
             for i, a in enumerate(args[:-1]):
-                if a == '--brick-name' and args[i + 1] in found:
-                    found[args[i + 1]] = int(d)
+                if a == '--brick-name' and root + args[i + 1] in found \
+                        and runs_in(int(d), root):
+                    found[root + args[i + 1]] = int(d)
         return found
 
     def brick_fds(self):
@@ -169,7 +174,7 @@ class Data:
             'a brick holds %d of %d descriptors' % (most, limit)
         self.say('restarting volume %s (%s)' % (self.volume, why))
         self.restarts.append({'run': self.nrun, 'why': why})
-        g = ['gluster', '--mode=script', 'volume']
+        g = gluster_cmd(self.env) + ['--mode=script', 'volume']
         self.run_cmd(g + ['stop', self.volume, 'force'], 180)
         self.run_cmd(g + ['start', self.volume, 'force'], 180)
         deadline = now() + 90

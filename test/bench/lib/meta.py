@@ -10,12 +10,18 @@ import socket
 import subprocess
 
 from .common import TOP
+from .stack import gluster_cmd, platform_root
 
 # what test/bench/baseline records of the module it installed
 BASELINE_INFO = os.path.join(TOP, '.stack', 'baseline')
 
 
-def versions():
+def versions(env=None):
+    """The machine and the software of the stack's env (on a platform:
+    its own Samba, GlusterFS and OS, the kernel and the machine being
+    this one's)."""
+    env = env or {}
+    root = platform_root(env)
     def first(cmd, pat):
         try:
             out = subprocess.run(cmd, stdout=subprocess.PIPE,
@@ -27,7 +33,7 @@ def versions():
         return m.group(1) if m else '?'
     osname = '?'
     try:
-        with open('/etc/os-release') as f:
+        with open(root + '/etc/os-release') as f:
             m = re.search(r'PRETTY_NAME="([^"]*)"', f.read())
             osname = m.group(1) if m else '?'
     except OSError:
@@ -57,8 +63,11 @@ def versions():
             module += ' (test/stack: %s against the sources)' % state
     return {
         'baseline': baseline(),
-        'samba': first(['smbd', '-V'], r'Version\s+(\S+)'),
-        'gluster': first(['gluster', '--version'], r'glusterfs\s+(\S+)'),
+        'platform': env.get('PLATFORM') or None,
+        'samba': env.get('PLATFORM_SAMBA') if root else
+        first(['smbd', '-V'], r'Version\s+(\S+)'),
+        'gluster': first(gluster_cmd(env) + ['--version'],
+                         r'glusterfs\s+(\S+)'),
         'fio': first(['fio', '--version'], r'(\S+)'),
         'os': osname, 'kernel': platform.release(),
         'cores': os.cpu_count(), 'mem_gib': round(mem),

@@ -158,12 +158,19 @@ def write_markdown(path, meta, summary, backends, cfg):
     L = []
     L.append('# glusterfs2 benchmark, %s' % meta['date'])
     L.append('')
+    if meta.get('platform'):
+        where = ('smbd, glusterd and bricks in test platform %s (its own '
+                 'root and network namespace, test/stack --platform %s), '
+                 'clients on this machine through a veth pair' %
+                 (meta['platform'], meta['platform']))
+    else:
+        where = 'smbd and clients on loopback'
     L.append('Machine: %s, %d cores, %s GiB RAM, %s, kernel %s; Samba %s, '
              'GlusterFS %s; volume %s (2-brick distribute, bricks on the '
-             'local disk), smbd and clients on loopback.' % (
+             'local disk), %s.' % (
                  meta['host'], meta['cores'], meta['mem_gib'], meta['os'],
                  meta['kernel'], meta['samba'], meta['gluster'],
-                 meta['volume']))
+                 meta['volume'], where))
     L.append('')
     L.append('Volume options: %s.' % (
         'gluster\'s defaults plus server.allow-insecure=on, with ' +

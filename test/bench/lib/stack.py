@@ -1,24 +1,35 @@
 """What the benchmark takes from the stack (test/stack env, the main
 smbd) and the Gluster option group it may apply to the stack's volume
-for a run (--volume-group)."""
+for a run (--volume-group).
+
+On a platform (test/stack --platform NAME: a Debian root of its own in a
+network namespace of its own, chrooted, in this machine's mount and
+process namespaces) the stack's paths are host paths under PLATFORM_ROOT,
+its processes run from files under it, and its gluster CLI runs through
+EXEC."""
 
 import os
 import re
+import shlex
 import subprocess
 
 from .common import TOP, die_args
 
 
-def stack_env():
+def stack_env(platform=None):
+    cmd = [os.path.join(TOP, 'test', 'stack'), 'env']
+    if platform:
+        cmd += ['--platform', platform]
     try:
-        p = subprocess.run([os.path.join(TOP, 'test', 'stack'), 'env'],
+        p = subprocess.run(cmd,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         die_args('cannot run test/stack env: %s' % e)
     if p.returncode != 0:
-        die_args('the stack is not up (%s): run test/stack up' %
-                 (p.stderr.strip() or 'test/stack env failed'))
+        die_args('the stack is not up (%s): run test/stack up%s' %
+                 (p.stderr.strip() or 'test/stack env failed',
+                  ' --platform ' + platform if platform else ''))
     env = {}
     for line in p.stdout.splitlines():
         if '=' in line:
@@ -31,7 +42,30 @@ def stack_env():
               'GLUSTER_VOLUME', 'FUSE_MOUNT', 'LOCAL_DIR', 'BRICK_DIRS'):
         if not env.get(k):
             die_args('test/stack env does not give %s' % k)
+    if platform and not (env.get('PLATFORM_ROOT') and env.get('EXEC')):
+        die_args('test/stack env --platform %s gives no PLATFORM_ROOT or '
+                 'EXEC' % platform)
     return env
+
+
+def platform_root(env):
+    """The directory the stack's processes are chrooted to ('' here)."""
+    return env.get('PLATFORM_ROOT', '').rstrip('/')
+
+
+def gluster_cmd(env):
+    """The gluster CLI of the stack's own glusterd, as a command prefix."""
+    if platform_root(env):
+        return shlex.split(env['EXEC']) + ['gluster']
+    return ['gluster']
+
+
+def runs_in(pid, root):
+    """Does process pid run chrooted to root ('': not chrooted)?"""
+    try:
+        return os.readlink('/proc/%d/root' % pid).rstrip('/') == root
+    except OSError:
+        return False
 
 
 def smbd_main_pid(env):
@@ -45,7 +79,8 @@ def smbd_main_pid(env):
             try:
                 with open(os.path.join(rundir, n)) as f:
                     pid = int(f.read().split()[0])
-                if os.readlink('/proc/%d/exe' % pid) == '/usr/sbin/smbd':
+                if os.readlink('/proc/%d/exe' % pid) == \
+                        platform_root(env) + '/usr/sbin/smbd':
                     return pid
             except (OSError, ValueError, IndexError):
                 continue
