@@ -334,7 +334,7 @@ def test_failover(cl, how):
     assert old is not None, 'nobody holds %s' % addr
     # a node that leads takes the cluster lock with it: the others must
     # take it again before they recover, which the times show
-    was_leader = leader(cl) == old
+    was_leader = (lock_node or leader(cl)) == old
     # the lock holder dies as a killed node does
     failure = 'kill' if how == 'lockholder' else how
     t = Transfer(cl, addr)
