@@ -86,6 +86,7 @@ struct gf2_fh {
 	glfs_fd_t *fd;
 	struct gf2_volume *vol;
 	struct gf2_stats *st;	/* the share's counters, or NULL */
+	int snum;		/* the share's number (smbd's profile), or -1 */
 	struct gf2_hold hold;	/* user: smbd's open handle */
 };
 

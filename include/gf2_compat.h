@@ -131,4 +131,42 @@
  * are slots the module does not fill, so smbd calls the next module.
  */
 
+/*
+ * Per-share profiling (Samba 4.23 on; smbprofile.h has no interface
+ * version of its own, so the macros' presence decides).  With `smbd
+ * profiling share = yes` on a share, the _X family counts a call both in
+ * smbd's totals and in the share's own record, which `smbstatus
+ * --profile --json` ("Extended Profile") and smb_prometheus_endpoint
+ * show.  Before, only the totals exist.
+ *   GF2_START_PROFILE(handle, x) ... GF2_END_PROFILE(x)
+ *   GF2_START_PROFILE_BYTES(handle, x, n) ... GF2_END_PROFILE_BYTES(x)
+ *   GF2_PROFILE_ASYNC_STATE(a)   a member of an async request's state
+ *   GF2_PROFILE_ASYNC_START(snum, x, a, n), _SET_IDLE(a), _SET_BUSY(a),
+ *   _END(a)   with a that member (state->a); snum the share's number
+ */
+#if defined(START_PROFILE_X)
+#define GF2_START_PROFILE(h, x) START_PROFILE_X(SNUM((h)->conn), x)
+#define GF2_END_PROFILE(x) END_PROFILE_X(x)
+#define GF2_START_PROFILE_BYTES(h, x, n) \
+	START_PROFILE_BYTES_X(SNUM((h)->conn), x, n)
+#define GF2_END_PROFILE_BYTES(x) END_PROFILE_BYTES_X(x)
+#define GF2_PROFILE_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE_X(a, a##_svc)
+#define GF2_PROFILE_ASYNC_START(snum, x, a, n) \
+	SMBPROFILE_BYTES_ASYNC_START_X(snum, x, a, a##_svc, n)
+#define GF2_PROFILE_ASYNC_SET_IDLE(a) SMBPROFILE_BYTES_ASYNC_SET_IDLE_X(a, a##_svc)
+#define GF2_PROFILE_ASYNC_SET_BUSY(a) SMBPROFILE_BYTES_ASYNC_SET_BUSY_X(a, a##_svc)
+#define GF2_PROFILE_ASYNC_END(a) SMBPROFILE_BYTES_ASYNC_END_X(a, a##_svc)
+#else
+#define GF2_START_PROFILE(h, x) START_PROFILE(x)
+#define GF2_END_PROFILE(x) END_PROFILE(x)
+#define GF2_START_PROFILE_BYTES(h, x, n) START_PROFILE_BYTES(x, n)
+#define GF2_END_PROFILE_BYTES(x) END_PROFILE_BYTES(x)
+#define GF2_PROFILE_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE(a)
+#define GF2_PROFILE_ASYNC_START(snum, x, a, n) \
+	SMBPROFILE_BYTES_ASYNC_START(x, profile_p, a, n)
+#define GF2_PROFILE_ASYNC_SET_IDLE(a) SMBPROFILE_BYTES_ASYNC_SET_IDLE(a)
+#define GF2_PROFILE_ASYNC_SET_BUSY(a) SMBPROFILE_BYTES_ASYNC_SET_BUSY(a)
+#define GF2_PROFILE_ASYNC_END(a) SMBPROFILE_BYTES_ASYNC_END(a)
+#endif
+
 #endif /* GF2_COMPAT_H */

@@ -48,6 +48,7 @@
 #include "includes.h"
 #include "smbd/smbd.h"
 #include "smbprofile.h"
+#include "gf2_compat.h"
 #include "lib/util/tevent_unix.h"
 #include "lib/util/sys_rw.h"
 #include "lib/util/dlinklist.h"
@@ -314,7 +315,7 @@ struct gf2_rw_state {
 	struct gf2_ident as;		/* every call is made as this */
 	struct gf2_stats *st;
 	enum gf2_io_op op;
-	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
+	GF2_PROFILE_ASYNC_STATE(profile_bytes);
 };
 
 /* Call a request's end hook, once. */
@@ -361,7 +362,7 @@ static void gf2_rw_finish(struct tevent_req *req, int err)
 
 	clock_gettime_mono(&end);
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
-	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	GF2_PROFILE_ASYNC_END(state->profile_bytes);
 	gf2_rw_end(&state->end_fn, state->end_arg);
 	if (err != 0) {
 		state->aio_state.error = err;
@@ -475,10 +476,10 @@ static void gf2_rw_io_done(struct gf2_io *io)
 		return;
 	}
 	/* Short transfer: continue with the rest. */
-	SMBPROFILE_BYTES_ASYNC_SET_BUSY(state->profile_bytes);
+	GF2_PROFILE_ASYNC_SET_BUSY(state->profile_bytes);
 	gf2_rw_next(req);
 	if (tevent_req_is_in_progress(req)) {
-		SMBPROFILE_BYTES_ASYNC_SET_IDLE(state->profile_bytes);
+		GF2_PROFILE_ASYNC_SET_IDLE(state->profile_bytes);
 	}
 }
 
@@ -536,12 +537,14 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 		 */
 		break;
 	case GF2_IO_WRITE:
-		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pwrite, profile_p,
-					     state->profile_bytes, n);
+		GF2_PROFILE_ASYNC_START(fh != NULL ? fh->snum : -1,
+					syscall_asys_pwrite,
+					state->profile_bytes, n);
 		break;
 	case GF2_IO_FSYNC:
-		SMBPROFILE_BYTES_ASYNC_START(syscall_asys_fsync, profile_p,
-					     state->profile_bytes, 0);
+		GF2_PROFILE_ASYNC_START(fh != NULL ? fh->snum : -1,
+					syscall_asys_fsync,
+					state->profile_bytes, 0);
 		break;
 	}
 
@@ -590,7 +593,7 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	if (!tevent_req_is_in_progress(req)) {
 		return tevent_req_post(req, ev);
 	}
-	SMBPROFILE_BYTES_ASYNC_SET_IDLE(state->profile_bytes);
+	GF2_PROFILE_ASYNC_SET_IDLE(state->profile_bytes);
 	return req;
 }
 
@@ -677,6 +680,7 @@ struct gf2_fh *gf2_fh_new(struct gf2_volume *vol, struct gf2_stats *st)
 	}
 	fh->vol = vol;
 	fh->st = st;
+	fh->snum = -1;
 	gf2_hold_get(&fh->hold);
 	return fh;
 }

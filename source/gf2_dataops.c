@@ -122,9 +122,9 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	START_PROFILE_BYTES(syscall_pread, n);
+	GF2_START_PROFILE_BYTES(handle, syscall_pread, n);
 	ret = glfs_pread(fd, data, n, offset, 0, NULL);
-	END_PROFILE_BYTES(syscall_pread);
+	GF2_END_PROFILE_BYTES(syscall_pread);
 	return ret;
 }
 
@@ -164,9 +164,9 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	offset = gf2_write_offset(fsp, fd, offset);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
 			      offset, n);
-	START_PROFILE_BYTES(syscall_pwrite, n);
+	GF2_START_PROFILE_BYTES(handle, syscall_pwrite, n);
 	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
-	END_PROFILE_BYTES(syscall_pwrite);
+	GF2_END_PROFILE_BYTES(syscall_pwrite);
 	gf2_change_end(pf);
 	return ret;
 }
@@ -427,9 +427,9 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	}
 	gf2_wc_sync_fsp(handle, fsp);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
-	START_PROFILE(syscall_ftruncate);
+	GF2_START_PROFILE(handle, syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
-	END_PROFILE(syscall_ftruncate);
+	GF2_END_PROFILE(syscall_ftruncate);
 	gf2_change_end(pf);
 	return ret;
 }
@@ -454,13 +454,13 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 	}
 	gf2_wc_sync_fsp(handle, fsp);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
-	START_PROFILE(syscall_fallocate);
+	GF2_START_PROFILE(handle, syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
 	} else {
 		ret = glfs_fallocate(fd, keep_size, offset, len);
 	}
-	END_PROFILE(syscall_fallocate);
+	GF2_END_PROFILE(syscall_fallocate);
 	gf2_change_end(pf);
 	return ret;
 }
@@ -476,14 +476,14 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 		return false;
 	}
 	gf2_wc_sync_fsp(handle, fsp);
-	START_PROFILE(syscall_fcntl_lock);
+	GF2_START_PROFILE(handle, syscall_fcntl_lock);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
 	fl.l_start = offset;
 	fl.l_len = count;
 	fl.l_pid = 0;
 	ret = glfs_posix_lock(fd, op, &fl);
-	END_PROFILE(syscall_fcntl_lock);
+	GF2_END_PROFILE(syscall_fcntl_lock);
 
 	if (op == F_GETLK) {
 		/* lock query: true if there is a conflicting lock */
@@ -514,13 +514,14 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
  * (smbd's check-then-read lets a lock taken between check and read pass
  * either way).
  */
-static bool gf2_getlock_probe(glfs_fd_t *fd, struct flock *fl)
+static bool gf2_getlock_probe(struct vfs_handle_struct *handle,
+			      glfs_fd_t *fd, struct flock *fl)
 {
 	int ret;
 
-	START_PROFILE(syscall_fcntl_getlock);
+	GF2_START_PROFILE(handle, syscall_fcntl_getlock);
 	ret = glfs_posix_lock(fd, F_GETLK, fl);
-	END_PROFILE(syscall_fcntl_getlock);
+	GF2_END_PROFILE(syscall_fcntl_getlock);
 	return ret != -1;
 }
 
@@ -548,7 +549,7 @@ bool gf2_getlock(struct vfs_handle_struct *handle,
 		fl.l_whence = SEEK_SET;
 		fl.l_start = 0;
 		fl.l_len = 0;
-		if (gf2_getlock_probe(fd, &fl) && fl.l_type == F_UNLCK) {
+		if (gf2_getlock_probe(handle, fd, &fl) && fl.l_type == F_UNLCK) {
 			h->nolocks_until = now + c->lock_cache_ms;
 			*ptype = F_UNLCK;
 			return true;
@@ -560,7 +561,7 @@ bool gf2_getlock(struct vfs_handle_struct *handle,
 	fl.l_start = *poffset;
 	fl.l_len = *pcount;
 	fl.l_pid = 0;
-	if (!gf2_getlock_probe(fd, &fl)) {
+	if (!gf2_getlock_probe(handle, fd, &fl)) {
 		return false;
 	}
 	*ptype = fl.l_type;

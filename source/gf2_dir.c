@@ -71,9 +71,9 @@ DIR *gf2_fdopendir(struct vfs_handle_struct *handle, files_struct *fsp,
 		return NULL;
 	}
 	d->fs = c->fs;
-	START_PROFILE(syscall_fdopendir);
+	GF2_START_PROFILE(handle, syscall_fdopendir);
 	d->fd = glfs_opendir(c->fs, d->path);
-	END_PROFILE(syscall_fdopendir);
+	GF2_END_PROFILE(syscall_fdopendir);
 	if (d->fd == NULL) {
 		int saved_errno = errno;
 
@@ -132,17 +132,17 @@ struct dirent *gf2_readdir(struct vfs_handle_struct *handle,
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 	struct gf2_dirent *e = NULL;
 
-	START_PROFILE(syscall_readdir);
+	GF2_START_PROFILE(handle, syscall_readdir);
 	if (d->pos == d->n) {
 		int err = d->eof ? 0 : gf2_dir_fill(d);
 
 		if (err != 0) {
-			END_PROFILE(syscall_readdir);
+			GF2_END_PROFILE(syscall_readdir);
 			errno = err;
 			return NULL;
 		}
 	}
-	END_PROFILE(syscall_readdir);
+	GF2_END_PROFILE(syscall_readdir);
 	if (d->pos == d->n) {
 		return NULL;	/* end of the directory */
 	}
@@ -256,12 +256,12 @@ int gf2_closedir(struct vfs_handle_struct *handle, DIR *dirp)
 	struct gf2_dir *d = (struct gf2_dir *)dirp;
 	int ret = 0;
 
-	START_PROFILE(syscall_closedir);
+	GF2_START_PROFILE(handle, syscall_closedir);
 	if (d->fd != NULL) {
 		ret = glfs_closedir(d->fd);
 		d->fd = NULL;
 	}
 	TALLOC_FREE(d);
-	END_PROFILE(syscall_closedir);
+	GF2_END_PROFILE(syscall_closedir);
 	return ret;
 }

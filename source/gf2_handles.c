@@ -536,13 +536,14 @@ int gf2_openat(struct vfs_handle_struct *handle,
 		return -1;
 	}
 
-	START_PROFILE(syscall_openat);
+	GF2_START_PROFILE(handle, syscall_openat);
 
 	fh = gf2_fh_new(c->vol, c->st);
 	if (fh == NULL) {
 		errno = ENOMEM;
 		goto fail;
 	}
+	fh->snum = SNUM(handle->conn);
 
 	/*
 	 * What is there?  A path-only handle needs nothing else; so do
@@ -632,7 +633,7 @@ done:
 	h->nofollow = nofollow;
 	h->ino = exists ? st.st_ino : 0;
 	fsp->fsp_flags.have_proc_fds = false;
-	END_PROFILE(syscall_openat);
+	GF2_END_PROFILE(syscall_openat);
 	TALLOC_FREE(path);
 	return GF2_FAKE_FD;
 
@@ -643,7 +644,7 @@ fail:
 		if (fh != NULL) {
 			gf2_fh_close(fh);
 		}
-		END_PROFILE(syscall_openat);
+		GF2_END_PROFILE(syscall_openat);
 		TALLOC_FREE(path);
 		errno = saved_errno;
 	}
@@ -660,7 +661,7 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		errno = EBADF;
 		return -1;
 	}
-	START_PROFILE(syscall_close);
+	GF2_START_PROFILE(handle, syscall_close);
 	if (h->wc != NULL) {
 		/* what was acknowledged reaches the bricks first */
 		wc_err = gf2_wc_drain_sync(h->wc);
@@ -673,7 +674,7 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 	}
 	h->fh = NULL;
 	VFS_REMOVE_FSP_EXTENSION(handle, fsp);
-	END_PROFILE(syscall_close);
+	GF2_END_PROFILE(syscall_close);
 	return ret;
 }
 
@@ -688,9 +689,9 @@ int gf2_chdir(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	START_PROFILE(syscall_chdir);
+	GF2_START_PROFILE(handle, syscall_chdir);
 	ret = glfs_stat(c->fs, path, &st);
-	END_PROFILE(syscall_chdir);
+	GF2_END_PROFILE(syscall_chdir);
 	if (ret != 0) {
 		TALLOC_FREE(path);
 		return -1;
@@ -732,9 +733,9 @@ struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
 		errno = ENOMEM;
 		return NULL;
 	}
-	START_PROFILE(syscall_realpath);
+	GF2_START_PROFILE(handle, syscall_realpath);
 	ret = glfs_realpath(c->fs, path, resolved);
-	END_PROFILE(syscall_realpath);
+	GF2_END_PROFILE(syscall_realpath);
 	if (ret != NULL) {
 		result = synthetic_smb_fname(ctx, ret, NULL, NULL, 0, 0);
 	}

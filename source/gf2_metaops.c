@@ -83,9 +83,9 @@ int gf2_mkdirat(struct vfs_handle_struct *handle,
 	}
 	gf2_meta_changed(c->fs, path);
 	at = gf2_now_ns();
-	START_PROFILE(syscall_mkdirat);
+	GF2_START_PROFILE(handle, syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
-	END_PROFILE(syscall_mkdirat);
+	GF2_END_PROFILE(syscall_mkdirat);
 	if (ret == 0) {
 		gf2_meta_created(c->fs, path, true, at);
 	}
@@ -119,9 +119,9 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 	gf2_meta_changed_tree(c->fs, src);
 	gf2_meta_changed_tree(c->fs, dst);
 	if (src != NULL && dst != NULL) {
-		START_PROFILE(syscall_renameat);
+		GF2_START_PROFILE(handle, syscall_renameat);
 		ret = glfs_rename(c->fs, src, dst);
-		END_PROFILE(syscall_renameat);
+		GF2_END_PROFILE(syscall_renameat);
 	}
 	TALLOC_FREE(src);
 	TALLOC_FREE(dst);
@@ -154,9 +154,9 @@ int gf2_stat(struct vfs_handle_struct *handle,
 {
 	int ret;
 
-	START_PROFILE(syscall_stat);
+	GF2_START_PROFILE(handle, syscall_stat);
 	ret = gf2_stat_path(handle, smb_fname, false);
-	END_PROFILE(syscall_stat);
+	GF2_END_PROFILE(syscall_stat);
 	return ret;
 }
 
@@ -165,9 +165,9 @@ int gf2_lstat(struct vfs_handle_struct *handle,
 {
 	int ret;
 
-	START_PROFILE(syscall_lstat);
+	GF2_START_PROFILE(handle, syscall_lstat);
 	ret = gf2_stat_path(handle, smb_fname, true);
-	END_PROFILE(syscall_lstat);
+	GF2_END_PROFILE(syscall_lstat);
 	return ret;
 }
 
@@ -180,21 +180,21 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 	int ret;
 
 	gf2_wc_sync_fsp(handle, fsp);
-	START_PROFILE(syscall_fstat);
+	GF2_START_PROFILE(handle, syscall_fstat);
 	if (h != NULL && h->fh->fd != NULL) {
 		ret = glfs_fstat(h->fh->fd, &st);
 	} else {
 		char *path = gf2_fsp_path(talloc_tos(), c, fsp);
 
 		if (path == NULL) {
-			END_PROFILE(syscall_fstat);
+			GF2_END_PROFILE(syscall_fstat);
 			return -1;
 		}
 		ret = gf2_lookup_opened(c, path, h != NULL && h->nofollow,
 					&st);
 		TALLOC_FREE(path);
 	}
-	END_PROFILE(syscall_fstat);
+	GF2_END_PROFILE(syscall_fstat);
 	if (ret == 0) {
 		gf2_stat_ex(handle, sbuf, &st);
 	}
@@ -214,9 +214,9 @@ int gf2_fstatat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	START_PROFILE(syscall_fstatat);
+	GF2_START_PROFILE(handle, syscall_fstatat);
 	ret = gf2_lookup(c, path, (flags & AT_SYMLINK_NOFOLLOW) != 0, &st);
-	END_PROFILE(syscall_fstatat);
+	GF2_END_PROFILE(syscall_fstatat);
 	TALLOC_FREE(path);
 	if (ret == 0) {
 		gf2_stat_ex(handle, sbuf, &st);
@@ -236,13 +236,13 @@ int gf2_unlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	START_PROFILE(syscall_unlinkat);
+	GF2_START_PROFILE(handle, syscall_unlinkat);
 	if (flags & AT_REMOVEDIR) {
 		ret = glfs_rmdir(c->fs, path);
 	} else {
 		ret = glfs_unlink(c->fs, path);
 	}
-	END_PROFILE(syscall_unlinkat);
+	GF2_END_PROFILE(syscall_unlinkat);
 	TALLOC_FREE(path);
 	return ret;
 }
@@ -254,11 +254,11 @@ int gf2_fchmod(struct vfs_handle_struct *handle, files_struct *fsp,
 	int ret = -1;
 
 	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
-	START_PROFILE(syscall_fchmod);
+	GF2_START_PROFILE(handle, syscall_fchmod);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chmod(&t, mode);
 	}
-	END_PROFILE(syscall_fchmod);
+	GF2_END_PROFILE(syscall_fchmod);
 	TALLOC_FREE(t.path);
 	return ret;
 }
@@ -270,11 +270,11 @@ int gf2_fchown(struct vfs_handle_struct *handle, files_struct *fsp,
 	int ret = -1;
 
 	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
-	START_PROFILE(syscall_fchown);
+	GF2_START_PROFILE(handle, syscall_fchown);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chown(&t, uid, gid);
 	}
-	END_PROFILE(syscall_fchown);
+	GF2_END_PROFILE(syscall_fchown);
 	TALLOC_FREE(t.path);
 	return ret;
 }
@@ -290,9 +290,9 @@ int gf2_lchown(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	gf2_meta_changed(c->fs, path);
-	START_PROFILE(syscall_lchown);
+	GF2_START_PROFILE(handle, syscall_lchown);
 	ret = glfs_lchown(c->fs, path, uid, gid);
-	END_PROFILE(syscall_lchown);
+	GF2_END_PROFILE(syscall_lchown);
 	TALLOC_FREE(path);
 	return ret;
 }
@@ -351,12 +351,12 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 
 	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,
 				  gf2_handle_of(handle, fsp));
-	START_PROFILE(syscall_fntimes);
+	GF2_START_PROFILE(handle, syscall_fntimes);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0 &&
 	    gf2_fill_omitted_times(&t, times) == 0) {
 		ret = gf2_t_utimens(&t, times);
 	}
-	END_PROFILE(syscall_fntimes);
+	GF2_END_PROFILE(syscall_fntimes);
 	TALLOC_FREE(t.path);
 	return ret;
 }
@@ -374,9 +374,9 @@ int gf2_symlinkat(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	gf2_meta_changed(c->fs, path);
-	START_PROFILE(syscall_symlinkat);
+	GF2_START_PROFILE(handle, syscall_symlinkat);
 	ret = glfs_symlink(c->fs, link_contents->base_name, path);
-	END_PROFILE(syscall_symlinkat);
+	GF2_END_PROFILE(syscall_symlinkat);
 	TALLOC_FREE(path);
 	return ret;
 }
@@ -393,9 +393,9 @@ int gf2_readlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	START_PROFILE(syscall_readlinkat);
+	GF2_START_PROFILE(handle, syscall_readlinkat);
 	ret = glfs_readlink(c->fs, path, buf, bufsiz);
-	END_PROFILE(syscall_readlinkat);
+	GF2_END_PROFILE(syscall_readlinkat);
 	TALLOC_FREE(path);
 	return ret;
 }
@@ -415,9 +415,9 @@ int gf2_linkat(struct vfs_handle_struct *handle,
 	if (src != NULL && dst != NULL) {
 		gf2_meta_changed(c->fs, src);
 		gf2_meta_changed(c->fs, dst);
-		START_PROFILE(syscall_linkat);
+		GF2_START_PROFILE(handle, syscall_linkat);
 		ret = glfs_link(c->fs, src, dst);
-		END_PROFILE(syscall_linkat);
+		GF2_END_PROFILE(syscall_linkat);
 	}
 	TALLOC_FREE(src);
 	TALLOC_FREE(dst);
@@ -437,9 +437,9 @@ int gf2_mknodat(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	gf2_meta_changed(c->fs, path);
-	START_PROFILE(syscall_mknodat);
+	GF2_START_PROFILE(handle, syscall_mknodat);
 	ret = glfs_mknod(c->fs, path, mode, dev);
-	END_PROFILE(syscall_mknodat);
+	GF2_END_PROFILE(syscall_mknodat);
 	TALLOC_FREE(path);
 	return ret;
 }

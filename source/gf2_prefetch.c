@@ -49,6 +49,7 @@
 #include "includes.h"
 #include "smbd/smbd.h"
 #include "smbprofile.h"
+#include "gf2_compat.h"
 #include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_prefetch.h"
@@ -361,7 +362,7 @@ struct gf2_pf_read_state {
 	int error;		/* direct: the first piece's error */
 	struct vfs_aio_state aio_state;
 	struct timespec start;
-	SMBPROFILE_BYTES_ASYNC_STATE(profile_bytes);
+	GF2_PROFILE_ASYNC_STATE(profile_bytes);
 };
 
 static void gf2_pf_read_direct_done(struct tevent_req *subreq);
@@ -404,7 +405,7 @@ static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	state->ret = got;
 	gf2_pf_count(state, got, true);
-	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	GF2_PROFILE_ASYNC_END(state->profile_bytes);
 	tevent_req_done(req);
 }
 
@@ -510,7 +511,7 @@ static void gf2_pf_read_direct_done(struct tevent_req *subreq)
 	if (state->pieces > 0) {
 		return;
 	}
-	SMBPROFILE_BYTES_ASYNC_END(state->profile_bytes);
+	GF2_PROFILE_ASYNC_END(state->profile_bytes);
 	if (state->error != 0) {
 		tevent_req_error(req, state->error);
 		return;
@@ -598,8 +599,8 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		return NULL;
 	}
 	clock_gettime_mono(&state->start);
-	SMBPROFILE_BYTES_ASYNC_START(syscall_asys_pread, profile_p,
-				     state->profile_bytes, n);
+	GF2_PROFILE_ASYNC_START(fh->snum, syscall_asys_pread,
+				state->profile_bytes, n);
 	state->ev = ev;
 	state->fh = fh;
 	state->pf = pf;

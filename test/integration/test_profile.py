@@ -1,12 +1,16 @@
 """Samba's own profiling counts glusterfs2's asynchronous I/O.
 
-A private smbd with `smbd profiling level = on` serves a glusterfs2 share
-on the stack's volume; after a put and a get of a known size,
-`smbstatus --profile` shows at least those bytes under
-syscall_asys_pwrite_bytes and syscall_asys_pread_bytes (the counters
-SMBPROFILE_BYTES_ASYNC_* feed), and as many calls as it took.
+A private smbd with `smbd profiling level = on` serves two glusterfs2
+shares of the stack's volume; after a put and a get of a known size
+through one of them, `smbstatus --profile` shows at least those bytes
+under syscall_asys_pwrite_bytes and syscall_asys_pread_bytes (the
+counters SMBPROFILE_BYTES_ASYNC_* feed), and as many calls as it took.
+From Samba 4.23 on, with `smbd profiling share = yes`, `smbstatus
+--profile --json` also has a record per share ("Extended Profile"): the
+share used has the bytes, the other share none.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -30,7 +34,36 @@ def profile(conf):
     return out
 
 
+def samba_version():
+    p = subprocess.run(['smbd', '-V'], stdout=subprocess.PIPE,
+                       universal_newlines=True, check=True)
+    m = re.search(r'Version (\d+)\.(\d+)', p.stdout)
+    assert m, p.stdout
+    return int(m.group(1)), int(m.group(2))
+
+
+def share_profiles(conf):
+    """{share: {counter: value}} of the System Calls section of each
+    share's records ("Extended Profile", summed over its processes)."""
+    p = subprocess.run(['smbstatus', '-s', conf, '--profile', '--json'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    ext = json.loads(p.stdout).get('Extended Profile', {})
+    out = {}
+    for key, sections in ext.items():
+        name = key.split(':', 1)[0]
+        calls = sections.get('System Calls', {})
+        d = out.setdefault(name, {})
+        for op, fields in calls.items():
+            for field, v in fields.items():
+                k = '%s_%s' % (op, field)
+                d[k] = d.get(k, 0) + v
+    return out
+
+
 def test_smbstatus_profile_counts_async_io(stack, tmp_path):
+    per_share = samba_version() >= (4, 23)
     srv = PrivateSmbd('profile', stack,
                       port=private_port(stack, 'profile', 'GF2_PROFILE_PORT'))
     share = [('vfs objects', 'glusterfs2'), ('path', '/'),
@@ -40,8 +73,10 @@ def test_smbstatus_profile_counts_async_io(stack, tmp_path):
              ('glusterfs2:logfile', os.path.join(srv.dir,
                                                  'glusterfs2-%M.log')),
              ('kernel share modes', 'no'), ('read only', 'no')]
+    if per_share:
+        share.append(('smbd profiling share', 'yes'))
     conf = srv.write_conf([('smbd profiling level', 'on')],
-                          [('gf2prof', share)])
+                          [('gf2prof', share), ('gf2prof-other', share)])
     size = (24 << 20) + 777
     src = tmp_path / 'src'
     src.write_bytes(os.urandom(size))
@@ -53,6 +88,9 @@ def test_smbstatus_profile_counts_async_io(stack, tmp_path):
         p = srv.smbclient('gf2prof', 'put %s %s; get %s %s; del %s' %
                           (src, name, name, back, name))
         assert p.returncode == 0, p.stdout + '\n' + srv.logs()
+        # the other share only sees a listing
+        p = srv.smbclient('gf2prof-other', 'ls')
+        assert p.returncode == 0, p.stdout + '\n' + srv.logs()
         assert back.read_bytes() == src.read_bytes()
         # the serving process writes its profile when it ends
         deadline = time.time() + 30
@@ -63,9 +101,23 @@ def test_smbstatus_profile_counts_async_io(stack, tmp_path):
                time.time() > deadline:
                 break
             time.sleep(0.5)
+        shares = share_profiles(conf) if per_share else {}
     finally:
         srv.stop()
     d = {k: after[k] - before.get(k, 0) for k in after}
+    if per_share:
+        # the shares' records start with their first tree connect
+        mine = shares.get('gf2prof', {})
+        other = shares.get('gf2prof-other', {})
+        assert mine.get('syscall_asys_pwrite_bytes') == size, shares
+        assert mine.get('syscall_asys_pread_bytes', 0) >= size, shares
+        assert mine.get('syscall_openat_count', 0) >= 2, shares
+        assert other.get('syscall_asys_pread_bytes', 0) == 0, shares
+        assert other.get('syscall_asys_pwrite_bytes', 0) == 0, shares
+        assert other.get('syscall_readdir_count', 0) > 0, shares
+    else:
+        print('Samba %d.%d: no per-share profile (4.23 on)' %
+              samba_version())
     assert d['syscall_asys_pwrite_bytes'] == size, d
     assert d['syscall_asys_pread_bytes'] >= size, d
     assert d['syscall_asys_pwrite_count'] >= size // (8 << 20), d
