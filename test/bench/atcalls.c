@@ -120,23 +120,27 @@ int main(int argc, char **argv)
 	if (fs == NULL ||
 	    glfs_set_volfile_server(fs, "tcp", argv[2], 24007) != 0 ||
 	    glfs_set_logging(fs, "/dev/null", 0) != 0 || glfs_init(fs) != 0) {
-		return fail("connecting to the volume") ? 0 : 1;
+		fail("connecting to the volume");
+		return 1;
 	}
 	for (i = 0; i < depth; i++) {
 		strcat(dpath, i == 0 ? "/atcalls" : "/d");
 		if (glfs_mkdir(fs, dpath, 0755) != 0 && errno != EEXIST) {
-			return fail("glfs_mkdir") ? 0 : 1;
+			fail("glfs_mkdir");
+			return 1;
 		}
 	}
 	snprintf(fpath, sizeof(fpath), "%s/f", dpath);
 	f = glfs_creat(fs, fpath, O_RDWR, 0644);
 	if (f == NULL) {
-		return fail("glfs_creat") ? 0 : 1;
+		fail("glfs_creat");
+		return 1;
 	}
 	glfs_close(f);
 	dir = glfs_open(fs, depth > 0 ? dpath : "/", O_RDONLY | O_DIRECTORY);
 	if (dir == NULL) {
-		return fail("glfs_open of the directory") ? 0 : 1;
+		fail("glfs_open of the directory");
+		return 1;
 	}
 	if (!check_modes(fs, dir, dpath)) {
 		return 1;
@@ -147,20 +151,23 @@ int main(int argc, char **argv)
 		m0 = mark_now();
 		for (i = 0; i < n; i++) {
 			if (glfs_stat(fs, fpath, &st) != 0) {
-				return fail("glfs_stat") ? 0 : 1;
+				fail("glfs_stat");
+				return 1;
 			}
 		}
 		m1 = mark_now();
 		for (i = 0; i < n; i++) {
 			if (glfs_fstatat(dir, "f", &st, 0) != 0) {
-				return fail("glfs_fstatat") ? 0 : 1;
+				fail("glfs_fstatat");
+				return 1;
 			}
 		}
 		m2 = mark_now();
 		for (i = 0; i < n; i++) {
 			f = glfs_open(fs, fpath, O_RDONLY);
 			if (f == NULL) {
-				return fail("glfs_open") ? 0 : 1;
+				fail("glfs_open");
+				return 1;
 			}
 			glfs_close(f);
 		}
@@ -168,7 +175,8 @@ int main(int argc, char **argv)
 		for (i = 0; i < n; i++) {
 			f = glfs_openat(dir, "f", O_RDONLY, 0);
 			if (f == NULL) {
-				return fail("glfs_openat") ? 0 : 1;
+				fail("glfs_openat");
+				return 1;
 			}
 			glfs_close(f);
 		}
