@@ -45,7 +45,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 BUILD_DIR = os.path.join(TOP, 'build-asan')
-WAFLOCK = '.lock-waf-asan'
+# inside a test platform (test/platform/root run) build-asan/ is the
+# platform's own directory, and so is the waf lock naming it
+WAFLOCK = '.lock-waf-asan' + ('-' + os.environ['GF2_PLATFORM']
+                              if os.environ.get('GF2_PLATFORM') else '')
 
 
 def asan_module_name(environ=None):
