@@ -93,7 +93,7 @@ def private_port(env, name, override=None):
 
 # Helper processes smbd forks that serve no client connection.
 HELPER_COMMS = ('smbd-notifyd', 'cleanupd', 'smbd-scavenger',
-                'smbd-echo', 'notifyd', 'smbd-cleanupd')
+                'smbd-echo', 'notifyd', 'smbd-cleanupd', 'samba-dcerpcd')
 
 DIR_KEYS = ('private dir', 'lock directory', 'state directory',
             'cache directory', 'pid directory', 'ncalrpc dir')

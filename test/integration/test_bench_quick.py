@@ -7,6 +7,7 @@ smbd CPU time per GiB.  No speed is ever asserted."""
 
 import json
 import os
+import re
 import subprocess
 
 from conftest import TOP
@@ -29,8 +30,18 @@ CPU_WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient',
 # longer than libsmbclient's 20 s (smallread on glusterfs and glusterfs2
 # failed "Connection timed out" that way).
 RUN_TIMEOUT = 600
+# workloads the stock module fails from Samba 4.22 on
+STOCK_FAILS_FROM_4_22 = ('smallread', 'smallfiles')
 RUN_TIMEOUT_SANITIZER = 3 * RUN_TIMEOUT
 CLIENT_TIMEOUT_SANITIZER = 180
+
+
+def samba_version():
+    p = subprocess.run(['smbd', '-V'], stdout=subprocess.PIPE,
+                       universal_newlines=True, check=True)
+    m = re.search(r'Version (\d+)\.(\d+)', p.stdout)
+    assert m, p.stdout
+    return int(m.group(1)), int(m.group(2))
 
 
 def test_bench_quick(stack, tmp_path):
@@ -44,10 +55,22 @@ def test_bench_quick(stack, tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True, timeout=timeout, env=env)
     print(p.stdout)
-    assert p.returncode == 0, p.stdout[-3000:]
     with open(out / 'results.json') as f:
         res = json.load(f)
     runs = res['runs']
+    # the stock module of Samba 4.22 and later fails the small-file
+    # workloads (docs/results.md, "On Debian 13"): those runs, and only
+    # those, may fail, and only there
+    excused = [r for r in runs if not r['ok'] and
+               r['backend'] == 'glusterfs' and
+               r['workload'] in STOCK_FAILS_FROM_4_22 and
+               samba_version() >= (4, 22)]
+    for r in excused:
+        print('the stock module failed %s (Samba %d.%d): %s' % (
+            r['workload'], *samba_version(), r.get('error')))
+    assert p.returncode == 0 or \
+        all(r['ok'] or r in excused for r in runs), p.stdout[-3000:]
+    runs = [r for r in runs if r not in excused]
     for r in runs:
         assert r['ok'], r
         assert r['value'] is not None and r['value'] > 0, r
@@ -62,6 +85,9 @@ def test_bench_quick(stack, tmp_path):
                 else stack['FUSE_MOUNT']), r
     for w in WORKLOADS:
         for s in SHARES + (['gfapi'] if w in GFAPI_WORKLOADS else []):
+            if any(r['workload'] == w and r['backend'] == s
+                   for r in excused):
+                continue
             assert any(r['workload'] == w and r['backend'] == s and r['ok']
                        for r in runs), 'no checked result for %s on %s' % (
                            w, s)

@@ -104,9 +104,13 @@ def test_example_loads_with_testparm(path):
     rc, out, err = run_testparm(path)
     both = out + err
     assert rc == 0, 'testparm -s %s failed (%d):\n%s' % (path, rc, both)
+    # the examples set no netbios name: Samba takes the machine's host
+    # name, which on a test platform (gf2-trixie-backports) is longer than
+    # 15 characters; that warning is about the machine, not the example
     bad = [l for l in both.splitlines()
            if re.search(r'Unknown parameter|Ignoring unknown|ERROR|WARNING|'
-                        r'not boolean|Invalid|Error', l)]
+                        r'not boolean|Invalid|Error', l) and
+           not re.search(r"WARNING: The 'netbios name' is too long", l)]
     assert not bad, 'testparm complains about %s:\n%s' % (
         os.path.basename(path), '\n'.join(bad))
     sections = parse_text(out)
