@@ -197,6 +197,38 @@ def proc_info(pid):
     return int(rest[1]), comm, cmd
 
 
+def smbd_processes(conf):
+    """Every live process of the smbd started with `-s CONF`: those with
+    that on the command line, and their descendants (up to Samba 4.17
+    forked children keep the parent's command line; later releases
+    retitle them, "smbd: client [...]")."""
+    infos = {}
+    for d in os.listdir('/proc'):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        info = proc_info(int(d))
+        if info:
+            infos[int(d)] = info
+    ours = set(pid for pid, info in infos.items()
+               if (' -s %s ' % conf) in info[2] + ' ')
+    grew = True
+    while grew:
+        kids = set(pid for pid, info in infos.items()
+                   if info[0] in ours) - ours
+        grew = bool(kids)
+        ours |= kids
+    return sorted(ours)
+
+
+def samba_version():
+    """(major, minor) of the installed smbd."""
+    p = subprocess.run(['smbd', '-V'], stdout=subprocess.PIPE,
+                       universal_newlines=True, check=True)
+    m = re.search(r'Version (\d+)\.(\d+)', p.stdout)
+    assert m, p.stdout
+    return int(m.group(1)), int(m.group(2))
+
+
 class PrivateSmbd:
     def __init__(self, name, env, port=None):
         """port: by default private_port(env, name)."""
@@ -318,26 +350,8 @@ class PrivateSmbd:
     # ------------------------------------------------------------ process
 
     def our_processes(self):
-        """Every live process of this private smbd: those with its smb.conf
-        path on the command line, and their descendants (up to Samba 4.17
-        forked children keep the parent's command line; later releases
-        retitle them, "smbd: client [...]")."""
-        infos = {}
-        for d in os.listdir('/proc'):
-            if not d.isdigit() or int(d) == os.getpid():
-                continue
-            info = proc_info(int(d))
-            if info:
-                infos[int(d)] = info
-        ours = set(pid for pid, info in infos.items()
-                   if (' -s %s ' % self.conf) in info[2] + ' ')
-        grew = True
-        while grew:
-            kids = set(pid for pid, info in infos.items()
-                       if info[0] in ours) - ours
-            grew = bool(kids)
-            ours |= kids
-        return sorted(ours)
+        """Every live process of this private smbd (smbd_processes)."""
+        return smbd_processes(self.conf)
 
     def client_children(self):
         """smbd children serving a client connection."""

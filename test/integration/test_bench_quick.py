@@ -7,10 +7,10 @@ smbd CPU time per GiB.  No speed is ever asserted."""
 
 import json
 import os
-import re
 import subprocess
 
 from conftest import TOP
+from gf2_private_smbd import samba_version
 
 WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient', 'smallread',
              'seqwrite', 'pipewrite', 'manywriters', 'smallfiles']
@@ -34,14 +34,6 @@ RUN_TIMEOUT = 600
 STOCK_FAILS_FROM_4_22 = ('smallread', 'smallfiles')
 RUN_TIMEOUT_SANITIZER = 3 * RUN_TIMEOUT
 CLIENT_TIMEOUT_SANITIZER = 180
-
-
-def samba_version():
-    p = subprocess.run(['smbd', '-V'], stdout=subprocess.PIPE,
-                       universal_newlines=True, check=True)
-    m = re.search(r'Version (\d+)\.(\d+)', p.stdout)
-    assert m, p.stdout
-    return int(m.group(1)), int(m.group(2))
 
 
 def test_bench_quick(stack, tmp_path):

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from gf2_private_smbd import PrivateSmbd, private_port
+from gf2_private_smbd import PrivateSmbd, private_port, samba_version
 
 
 def profile(conf):
@@ -38,14 +38,6 @@ def profile(conf):
             out[m.group(1)] = int(m.group(2))
     assert 'syscall_asys_pread_bytes' in out, p.stdout[:2000]
     return out
-
-
-def samba_version():
-    p = subprocess.run(['smbd', '-V'], stdout=subprocess.PIPE,
-                       universal_newlines=True, check=True)
-    m = re.search(r'Version (\d+)\.(\d+)', p.stdout)
-    assert m, p.stdout
-    return int(m.group(1)), int(m.group(2))
 
 
 def share_profiles(conf):
