@@ -223,7 +223,7 @@ def test_package_build_install_serve_remove(stack, tmp_path):
     paths = set('/' + l.split()[-1].lstrip('./') for l in contents.splitlines()
                 if l.strip())
     want = {target, '/usr/share/man/man8/vfs_glusterfs2.8.gz',
-            '/usr/bin/glusterfs2-stats',
+            '/usr/bin/glusterfs2-stats', '/usr/bin/glusterfs2-check',
             '/usr/libexec/glusterfs2/ctdb_mutex_glusterfs2_helper'}
     for conf in glob.glob(os.path.join(TOP, 'smb.conf.examples', '*.conf')):
         want.add('/usr/share/doc/%s/examples/%s' % (PKG,
