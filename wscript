@@ -434,6 +434,10 @@ def build(bld):
                                        'bin'),
                           ['tools/glusterfs2-stats',
                            'tools/glusterfs2-check'], chmod=0o755)
+        # the Grafana dashboard of those counters in Prometheus
+        bld.install_files(os.path.join(bld.env.PREFIX or '/usr/local',
+                                       'share', 'glusterfs2'),
+                          ['tools/glusterfs2-dashboard.json'])
 
     # the CTDB cluster lock held through libgfapi (docs/ctdb.md)
     bld.program(source=['tools/ctdb_mutex_glusterfs2_helper.c'],
