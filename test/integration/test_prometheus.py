@@ -2,8 +2,8 @@
 
 A private smbd (its own lock directory, so the counters are this test's
 alone) serves a glusterfs2 share of the stack's volume.  The package's
-writer (the ExecStart of debian/...glusterfs2-textfile.service, run here
-as the timer would) writes glusterfs2.prom into a directory that a
+writer (the ExecStart of tools/systemd/glusterfs2-textfile.service, run
+here as the timer would) writes glusterfs2.prom into a directory that a
 prometheus-node-exporter started by the test reads with its textfile
 collector, on a loopback port of its own; the test scrapes it over HTTP
 while a client writes and reads, compares the figures with the traffic,
@@ -28,8 +28,7 @@ from conftest import TOP
 from gf2_private_smbd import PrivateSmbd, private_port
 
 STATS = os.path.join(TOP, 'tools', 'glusterfs2-stats')
-UNIT = os.path.join(TOP, 'debian',
-                    'samba-vfs-glusterfs2.glusterfs2-textfile.service')
+UNIT = os.path.join(TOP, 'tools', 'systemd', 'glusterfs2-textfile.service')
 DASHBOARD = os.path.join(TOP, 'tools', 'glusterfs2-dashboard.json')
 EXPORTER = '/usr/bin/prometheus-node-exporter'
 SHARE = 'gf2prom'
