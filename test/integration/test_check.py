@@ -248,6 +248,16 @@ def test_share_named_and_gfapi(stack, tmp_path, vol):
     rc, lines, p = check(path, '--no-cli')
     assert (rc, lines) == (0, [])
     assert 'through libgfapi' in p.stdout
+    # the client volfile shows the group's client-side options
+    gl('volume', 'set', vol, 'performance.nl-cache', 'off')
+    try:
+        rc, lines, _ = check(path, '--no-cli')
+    finally:
+        gl('volume', 'set', vol, 'performance.nl-cache', 'on')
+    assert rc == 1
+    line = one_finding(lines, 'warning', 'option group for SMB',
+                       'gluster volume set %s group samba' % vol)
+    assert '(performance.nl-cache)' in line
     rc, lines, p = check(conf(stack, tmp_path, vol + 'missing'), '--no-cli')
     assert rc == 2
     one_finding(lines, 'error', 'libgfapi cannot mount it')
