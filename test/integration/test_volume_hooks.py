@@ -179,6 +179,14 @@ def test_opted_in_start_serve_stop(stack, hooks, tmp_path):
     p = subprocess.run(['testparm', '-s', CONF], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
     assert p.returncode == 0, p.stdout
+    # glusterfs2-check finds nothing wrong with the share itself, only
+    # that this volume lacks Gluster's option group for SMB
+    p = subprocess.run([os.path.join(TOP, 'tools', 'glusterfs2-check'),
+                        'gluster-%s' % vol], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    lines = p.stdout.splitlines()
+    assert p.returncode == 1, p.stdout
+    assert len(lines) == 2 and 'group samba' in lines[0], p.stdout
 
     # served through glusterfs2: a round trip, and the file on the brick
     srv = PrivateSmbd('hooks', stack)
