@@ -428,10 +428,16 @@ def build(bld):
             bld.env.PREFIX or '/usr/local', 'share', 'man')
         bld.install_files(os.path.join(mandir, 'man8'),
                           ['docs/vfs_glusterfs2.8'])
-        # the counters tool (docs/design.md: Counters)
+        # the counters tool (docs/design.md: Counters) and the preflight
+        # check of smb.conf and the volumes
         bld.install_files(os.path.join(bld.env.PREFIX or '/usr/local',
                                        'bin'),
-                          ['tools/glusterfs2-stats'], chmod=0o755)
+                          ['tools/glusterfs2-stats',
+                           'tools/glusterfs2-check'], chmod=0o755)
+        # the Grafana dashboard of those counters in Prometheus
+        bld.install_files(os.path.join(bld.env.PREFIX or '/usr/local',
+                                       'share', 'glusterfs2'),
+                          ['tools/glusterfs2-dashboard.json'])
 
     # the CTDB cluster lock held through libgfapi (docs/ctdb.md)
     bld.program(source=['tools/ctdb_mutex_glusterfs2_helper.c'],

@@ -30,6 +30,7 @@ struct gf2_counters {
 	uint64_t mem_peak;		/* most bytes of the process's budget
 					   held (gf2_stats_mem) */
 	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
+	uint64_t gluster_call_us;	/* the sum of their latencies */
 };
 
 /* One per share and process; lives as long as the process. */

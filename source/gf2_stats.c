@@ -84,6 +84,7 @@ void gf2_stats_lat(struct gf2_stats *st, uint64_t usec)
 		}
 	}
 	st->c.lat[i] += 1;
+	st->c.gluster_call_us += usec;
 	st->c.gluster_calls += 1;
 	gf2_stats_changed(st);
 }
@@ -110,7 +111,7 @@ static char *gf2_stats_dir(TALLOC_CTX *mem_ctx)
 	X(reads) X(read_bytes) X(read_bytes_prefetch) X(read_bytes_gluster) \
 	X(prefetch_bytes) X(prefetch_unused) X(writes) X(write_bytes) \
 	X(fsyncs) X(gluster_errors) X(gluster_calls) X(wc_writes) X(wc_sends) \
-	X(wc_errors)
+	X(wc_errors) X(gluster_call_us)
 #define GF2_STATS_FIELDS(X) GF2_STATS_SUMS(X) X(mem_peak)
 
 static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)

@@ -69,6 +69,9 @@ PORT_SLOTS = {
     'lockcache': 19,            # test/bench/lockcache
     'metaprof': 20,             # test/bench/metaprof
     'asan-shutdown': 21,        # test/asan/shutdown (test_asan_shutdown.py)
+    'prometheus': 22,           # test_prometheus.py, its smbd
+    'prometheus-exporter': 23,  # test_prometheus.py, node_exporter
+    'hooks': 24,                # test_volume_hooks.py
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'

@@ -223,13 +223,22 @@ def test_package_build_install_serve_remove(stack, tmp_path):
     paths = set('/' + l.split()[-1].lstrip('./') for l in contents.splitlines()
                 if l.strip())
     want = {target, '/usr/share/man/man8/vfs_glusterfs2.8.gz',
-            '/usr/bin/glusterfs2-stats',
+            '/usr/bin/glusterfs2-stats', '/usr/bin/glusterfs2-check',
+            '/usr/share/glusterfs2/glusterfs2-dashboard.json',
+            '/var/lib/glusterd/hooks/1/start/post/S29glusterfs2-start.sh',
+            '/var/lib/glusterd/hooks/1/stop/pre/S29glusterfs2-stop.sh',
+            '/var/lib/glusterd/hooks/1/set/post/S29glusterfs2-set.sh',
             '/usr/libexec/glusterfs2/ctdb_mutex_glusterfs2_helper'}
     for conf in glob.glob(os.path.join(TOP, 'smb.conf.examples', '*.conf')):
         want.add('/usr/share/doc/%s/examples/%s' % (PKG,
                                                       os.path.basename(conf)))
     assert want <= paths, 'missing from the package: %s' % sorted(
         want - paths)
+    # the counters' writer for node_exporter (/lib or, from Debian 13,
+    # /usr/lib)
+    for unit in ('glusterfs2-textfile.service', 'glusterfs2-textfile.timer'):
+        assert {'/lib/systemd/system/' + unit,
+                '/usr/lib/systemd/system/' + unit} & paths, unit
     unpacked = tmp_path / 'unpacked'
     assert run(['dpkg-deb', '-x', deb, str(unpacked)]).returncode == 0
     packaged_so = str(unpacked) + target
