@@ -37,7 +37,7 @@ CPU_WORKLOADS = ['seqread', 'leaseread', 'pipelined', 'randread',
 # smbd start a gfapi instance, which under ASan on two loaded cores took
 # longer than libsmbclient's 20 s (smallread on glusterfs and glusterfs2
 # failed "Connection timed out" that way).
-RUN_TIMEOUT = 600
+RUN_TIMEOUT = 900
 # workloads the stock module fails from Samba 4.22 on
 STOCK_FAILS_FROM_4_22 = ('smallread', 'smallfiles')
 RUN_TIMEOUT_SANITIZER = 3 * RUN_TIMEOUT
