@@ -11,7 +11,8 @@ import subprocess
 import time
 
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
-                     LR_SEED, PW_SEED, TOP, KiB, SF_STEPS, human_size, now, size_tag)
+                     LR_SEED, PW_SEED, TOP, KiB, SF_STEPS, human_size, now,
+                     size_tag)
 from .cpu import RssSampler
 
 
