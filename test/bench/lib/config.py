@@ -55,7 +55,7 @@ class Config:
             self.sr_files = 1000
             self.sr_secs = 2.5
             self.sf_files = 1000
-            self.lease_size = 512 * MiB
+            self.lease_size = 256 * MiB
             self.lease_read_variants = [
                 (bs, depth, cache) for cache in ('warm', 'cold')
                 for bs, depth in LEASE_PROFILES]
