@@ -12,13 +12,21 @@ import subprocess
 from conftest import TOP
 from gf2_private_smbd import samba_version
 
-WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient', 'smallread',
-             'seqwrite', 'pipewrite', 'manywriters', 'smallfiles']
+WORKLOADS = ['seqread', 'leaseread', 'pipelined', 'randread', 'multiclient',
+             'smallread', 'seqwrite', 'pipewrite', 'leasewrite', 'manywriters',
+             'smallfiles']
 SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
-GFAPI_WORKLOADS = ['seqread', 'randread', 'seqwrite']
+GFAPI_WORKLOADS = ['seqread', 'leaseread', 'randread', 'seqwrite']
+# the rows of clients that take a lease, (request size, depth) -> id part,
+# and pipewrite's two rows (test/bench/lib/config.py LEASE_PROFILES)
+LEASE_PROFILES = ['64k-x1', '64k-x8', '1m-x4', '1m-x16', '4m-x4']
+VARIANTS = (['leaseread-%s-warm' % p for p in LEASE_PROFILES] +
+            ['leaseread-1m-x4-cold'] +
+            ['leasewrite-%s' % p for p in LEASE_PROFILES] +
+            ['pipewrite-put', 'pipewrite-put-existing'])
 # runs with smbd CPU seconds per GiB moved (test/bench/run CPU_WORKLOADS)
-CPU_WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient',
-                 'seqwrite', 'pipewrite']
+CPU_WORKLOADS = ['seqread', 'leaseread', 'pipelined', 'randread',
+                 'multiclient', 'seqwrite', 'pipewrite', 'leasewrite']
 
 
 # How long the quick run may take: it moves a fixed amount of data, so this
@@ -29,7 +37,7 @@ CPU_WORKLOADS = ['seqread', 'pipelined', 'randread', 'multiclient',
 # smbd start a gfapi instance, which under ASan on two loaded cores took
 # longer than libsmbclient's 20 s (smallread on glusterfs and glusterfs2
 # failed "Connection timed out" that way).
-RUN_TIMEOUT = 600
+RUN_TIMEOUT = 900
 # workloads the stock module fails from Samba 4.22 on
 STOCK_FAILS_FROM_4_22 = ('smallread', 'smallfiles')
 RUN_TIMEOUT_SANITIZER = 3 * RUN_TIMEOUT
@@ -66,7 +74,8 @@ def test_bench_quick(stack, tmp_path):
     for r in runs:
         assert r['ok'], r
         assert r['value'] is not None and r['value'] > 0, r
-        if r['workload'] != 'smallfiles' and r['backend'] != 'gfapi':
+        if r['workload'] != 'smallfiles' and (
+                r['backend'] != 'gfapi' or r['workload'] == 'leaseread'):
             assert r['checked_bytes'] and r['checked_bytes'] > 0, r
     # pipewrite: every byte put was read back (not through SMB) and checked
     for r in runs:
@@ -83,6 +92,26 @@ def test_bench_quick(stack, tmp_path):
             assert any(r['workload'] == w and r['backend'] == s and r['ok']
                        for r in runs), 'no checked result for %s on %s' % (
                            w, s)
+    # every lease profile, read (with the raw gfapi ceiling beside it) and
+    # written, and the put to a new name and over an existing file: a
+    # checked result on every share; the lease reads and writes held the
+    # RWH lease they asked for
+    for v in VARIANTS:
+        w = v.split('-')[0]
+        for s in SHARES + (['gfapi'] if w == 'leaseread' else []):
+            rs = [r for r in runs if r['variant'] == v and r['backend'] == s]
+            assert rs, 'no %s run on %s' % (v, s)
+            for r in rs:
+                assert r['ok'] and r['checked_bytes'] == r['raw']['bytes'], r
+                if s != 'gfapi' and w != 'pipewrite':
+                    assert r['raw']['granted'] == 'lease RWH', r
+        # the write rows read back through the backend's own path
+        if w in ('leasewrite', 'pipewrite'):
+            for r in runs:
+                if r['variant'] == v:
+                    assert r['raw']['checked_via'].startswith(
+                        stack['LOCAL_DIR'] if r['backend'] == 'local'
+                        else stack['FUSE_MOUNT']), r
     # smbd CPU per GiB: on every run of those workloads on the gfapi
     # shares (not on the RSS figure of multiclient, a second record)
     for w in CPU_WORKLOADS:

@@ -882,6 +882,7 @@ class Conn:
                 else:
                     done[off] = got
         secs = time.monotonic() - t0
+        self.window = (t0, t0 + secs)
         if kind == 'read':
             assert hashed == size and not done, (hashed, size, len(done))
         nreq = (size - start + req - 1) // req
@@ -1041,6 +1042,9 @@ def build_parser():
     p.add_argument('--duration', type=float, default=0.0,
                    help='sustain: stop after this many seconds (default: '
                    'when the server ends the connection)')
+    p.add_argument('--linger', type=float, default=0.0,
+                   help='read, write, roundtrip: seconds to stay connected '
+                   'after the last CLOSE (default 0)')
     p.add_argument('action', choices=('write', 'read', 'roundtrip',
                                       'abandon', 'sustain'))
     return p
@@ -1094,6 +1098,8 @@ def run(args):
             raise Usage('--lease-key must be 32 hex digits')
     if args.break_delay < 0:
         raise Usage('--break-delay must not be negative')
+    if not 0 <= args.linger <= 60:
+        raise Usage('--linger must be between 0 and 60 seconds')
     pattern = Pattern(args.seed)
     conn = Conn(args.host, args.port, args.user, args.password, args.share,
                 args.dialect, args.domain, args.timeout)
@@ -1141,6 +1147,9 @@ def run(args):
             out[kind + '_seconds'] = round(secs, 3)
             out[kind + '_MBps'] = mbps(size, secs)
             out[kind + '_max_outstanding'] = maxout
+            # the timed part on CLOCK_MONOTONIC, which every process of
+            # the machine shares (a caller's CPU sampling window)
+            out[kind + '_t_start'], out[kind + '_t_end'] = conn.window
         if args.action == 'roundtrip' and \
                 out['write_sha256'] != out['read_sha256']:
             raise Failure('read back sha256 %s, wrote %s' % (
@@ -1152,6 +1161,8 @@ def run(args):
         out['interim_responses'] = conn.interims
         out['granted'] = out[phases[0] + '_granted']
         out['breaks'] = conn.breaks
+        if args.linger:
+            time.sleep(args.linger)
         conn.drop()
         return out
     except BaseException:

@@ -27,6 +27,7 @@ PROGRAMS = {
     'smbload': (['smbload.c', 'pattern.h'], ['smbclient'], []),
     'patfile': (['patfile.c', 'pattern.h'], [], []),
     'mdfloor': (['mdfloor.c'], ['glusterfs-api'], ['-pthread']),
+    'leaserecall': (['leaserecall.c'], ['glusterfs-api'], []),
     # preloaded into fio: glfs_fini() stubbed out (nofini.c)
     'gf2nofini.so': (['nofini.c'], [], ['-shared']),
 }

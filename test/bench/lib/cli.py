@@ -29,7 +29,7 @@ def parse_args(argv):
                     'fio), interleaved and repeated.')
     ap.add_argument('--quick', action='store_true',
                     help='small sizes, 1 repetition, every workload '
-                         '(under 3 minutes)')
+                         '(8 minutes on two shared cores)')
     ap.add_argument('--workloads', default=None,
                     help='comma-separated subset of: ' +
                          ','.join(WORKLOAD_NAMES))

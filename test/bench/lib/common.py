@@ -31,9 +31,10 @@ PREFETCH_COMPARE_WORKLOADS = ['seqread', 'randread', 'seqwrite']
 PREFETCH_COMPARE_BACKENDS = ['glusterfs', 'glusterfs2', NOPF]
 # runs whose smbd (and brick) CPU time per GiB moved is measured
 CPU_WORKLOADS = {'seqread', 'pipelined', 'randread', 'multiclient',
-                 'seqwrite', 'pipewrite'}
+                 'seqwrite', 'pipewrite', 'leaseread', 'leasewrite'}
 DATADIR = 'gf2bench'          # directory of the benchmark files
 PW_SEED = 6000                # the pattern of pipewrite's source file
+LR_SEED = 8000                # smb2q's pattern of leaseread's file
 CPU_LINGER = 0.25             # s a client stays connected after its timed
 #                               part: CPU samples after t_end (CpuSampler)
 
@@ -51,6 +52,15 @@ WORKLOADS = [
      'run. Each run stops after seq_cap seconds (see Sizes). gfapi: fio, '
      'gfapi engine (synchronous), crc32c-verified, with glfs_fini stubbed '
      'out (it takes ~10 s after the measured part; test/bench/nofini.c).'),
+    ('leaseread',
+     'Sequential read of one file as clients that take a lease read it: '
+     'test/tools/smb2q opens it under an RWH lease and keeps exactly N '
+     'requests of S bytes in flight (the profiles 64 KiB x 1, 64 KiB x 8, '
+     '1 MiB x 4, 1 MiB x 16, 4 MiB x 4: S x N), reading lease_size bytes; '
+     'every byte checked against smb2q\'s pattern; timed from the first '
+     'READ to the last response. "warm" and "cold" as for seqread. gfapi: '
+     'the ceiling, fio\'s gfapi_async engine at the same request size and '
+     'depth on its own crc32c-verified file.'),
     ('pipelined',
      'Sequential read with several requests in flight: `smbclient -c get` '
      '(its reads are pipelined; libsmbclient has no asynchronous API) into '
@@ -77,7 +87,9 @@ WORKLOADS = [
     ('pipewrite',
      'Sequential write with several requests in flight (copying a file '
      'onto the share): `smbclient` `put` of a pattern file in /dev/shm '
-     '(made once per run, the size of the pipelined read) to a new file '
+     '(made once per run, the size of the pipelined read), as two rows: to '
+     'a new name, and over an existing file of the same size (written '
+     'through the backend\'s own path before the put, untimed) '
      '(smbclient keeps a 16 MiB window of writes of the server\'s maximum '
      'size in flight: two of 8 MiB with smbd\'s default); '
      'timed from the start of the put to its end, close included (marks '
@@ -87,9 +99,9 @@ WORKLOADS = [
      'for local), checked byte for byte, and deleted. No gfapi '
      'equivalent.'),
     ('leasewrite',
-     'Sequential write of one file (created/truncated), one request in '
-     'flight, under an RWH lease: test/tools/smb2q --lease (64 KiB and '
-     '1 MiB requests, write_size bytes), timed from the first WRITE to the '
+     'Sequential write of one file (created/truncated) under an RWH lease: '
+     'test/tools/smb2q --lease with the read profiles of leaseread (and '
+     '1 MiB x 1), lease_size bytes, timed from the first WRITE to the '
      'last response (CLOSE not included; the lease holder\'s queued '
      'writes reach the bricks by the CLOSE); the no-lease counterpart is '
      'seqwrite. The file is then checked through the backend\'s own path '

@@ -4,6 +4,12 @@
 from .common import KiB, MiB, GiB
 
 
+# How clients that take a lease read and write (Explorer's copy engine,
+# the kernel client's readahead): (request size, requests in flight)
+LEASE_PROFILES = [(64 * KiB, 1), (64 * KiB, 8), (1 * MiB, 4), (1 * MiB, 16),
+                  (4 * MiB, 4)]
+
+
 class Config:
     def __init__(self, quick, prefetch_compare=False):
         self.quick = quick
@@ -25,6 +31,11 @@ class Config:
             self.sr_files = 200
             self.sr_secs = 1.5
             self.sf_files = 100
+            self.lease_size = 64 * MiB
+            self.lease_read_variants = [
+                (bs, depth, 'warm') for bs, depth in LEASE_PROFILES] + [
+                (1 * MiB, 4, 'cold')]
+            self.lease_write_variants = list(LEASE_PROFILES)
         else:
             self.seq_size = 1 * GiB
             self.seq_cap = 3.0
@@ -44,6 +55,11 @@ class Config:
             self.sr_files = 1000
             self.sr_secs = 2.5
             self.sf_files = 1000
+            self.lease_size = 256 * MiB
+            self.lease_read_variants = [
+                (bs, depth, cache) for cache in ('warm', 'cold')
+                for bs, depth in LEASE_PROFILES]
+            self.lease_write_variants = [(1 * MiB, 1)] + LEASE_PROFILES
         if prefetch_compare:
             # warm reads and writes at 64 KiB and 1 MiB
             self.seq_variants = [(64 * KiB, 'warm'), (1 * MiB, 'warm')]

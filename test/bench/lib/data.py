@@ -9,9 +9,19 @@ import subprocess
 import tempfile
 import time
 
-from .common import (ALL_SMB_SHARES, DATADIR, PW_SEED, MiB, human_size, now,
-                     size_tag)
+from .common import (ALL_SMB_SHARES, DATADIR, LR_SEED, PW_SEED, TOP, MiB,
+                     human_size, now, size_tag)
 from .stack import gluster_cmd, platform_root, runs_in
+
+
+def smb2q_pattern(seed):
+    """test/tools/smb2q.py's data pattern (its Pattern class)"""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'smb2q', os.path.join(TOP, 'test', 'tools', 'smb2q.py'))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Pattern(seed)
 
 
 class Data:
@@ -61,6 +71,33 @@ class Data:
     def sr_dir(self):
         return 'small-%d' % self.cfg.sr_files
 
+    def lr_name(self):
+        return 'lr-%s.dat' % size_tag(self.cfg.lease_size)
+
+    def ensure_lease_file(self, path, size):
+        """leaseread's file: smb2q's pattern (LR_SEED), written here;
+        checked at its ends and middle when already there (smb2q checks
+        every byte it reads)"""
+        pat = smb2q_pattern(LR_SEED)
+        probes = sorted({0, max(0, size // 2 - MiB), max(0, size - MiB)})
+        try:
+            if os.path.getsize(path) == size:
+                with open(path, 'rb') as f:
+                    for off in probes:
+                        f.seek(off)
+                        n = min(MiB, size - off)
+                        if f.read(n) != pat.generate(off, n):
+                            raise ValueError(off)
+                return
+        except (OSError, ValueError):
+            pass
+        self.note('creating %s (%s, smb2q pattern)' % (path,
+                                                       human_size(size)))
+        with open(path + '.tmp', 'wb') as f:
+            for off in range(0, size, 4 * MiB):
+                f.write(pat.generate(off, min(4 * MiB, size - off)))
+        os.rename(path + '.tmp', path)
+
     def fio_name(self):
         return 'fio-%s.dat' % size_tag(self.cfg.seq_size)
 
@@ -79,6 +116,9 @@ class Data:
             if {'seqread', 'pipelined', 'randread'} & set(workloads):
                 self.ensure_file(os.path.join(root, self.seq_name()),
                                  cfg.seq_size, self.seq_seed())
+            if 'leaseread' in workloads:
+                self.ensure_lease_file(os.path.join(root, self.lr_name()),
+                                       cfg.lease_size)
             if 'multiclient' in workloads:
                 for i in range(cfg.mc_clients):
                     self.ensure_file(os.path.join(
@@ -87,7 +127,8 @@ class Data:
             if 'smallread' in workloads:
                 self.ensure_set(os.path.join(root, self.sr_dir()),
                                 cfg.sr_files, cfg.sr_size, 5000)
-        if 'gfapi' in backends and {'seqread', 'randread'} & set(workloads):
+        if 'gfapi' in backends and {'seqread', 'randread', 'leaseread'} & \
+                set(workloads):
             path = os.path.join(self.roots()['volume'], self.fio_name())
             ok = (os.path.exists(path) and
                   os.path.getsize(path) == cfg.seq_size)
@@ -221,7 +262,7 @@ class Data:
             if not os.path.isdir(root):
                 continue
             for n in os.listdir(root):
-                if n.startswith(('w-', 'mw-', 'sf-', 'pw-')):
+                if n.startswith(('w-', 'mw-', 'sf-', 'pw-', 'lw-')):
                     p = os.path.join(root, n)
                     try:
                         if os.path.isdir(p):

@@ -11,7 +11,8 @@ import subprocess
 import time
 
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
-                     PW_SEED, TOP, KiB, SF_STEPS, human_size, now, size_tag)
+                     LR_SEED, PW_SEED, TOP, KiB, SF_STEPS, human_size, now,
+                     size_tag)
 from .cpu import RssSampler
 
 
@@ -58,15 +59,29 @@ class Workloads:
                             lambda b, bs=bs: self.w_seqwrite(b, bs)))
         elif workload == 'pipewrite':
             out.append(('pipewrite-put', 'seq write, pipelined (smbclient '
-                        'put)', 'mbps', 'MB/s', True, ALL_SMB_SHARES,
-                        self.w_pipewrite))
+                        'put to a new name)', 'mbps', 'MB/s', True,
+                        ALL_SMB_SHARES, self.w_pipewrite))
+            out.append(('pipewrite-put-existing', 'seq write, pipelined '
+                        '(smbclient put over an existing file)', 'mbps',
+                        'MB/s', True, ALL_SMB_SHARES,
+                        lambda b: self.w_pipewrite(b, existing=True)))
+        elif workload == 'leaseread':
+            for bs, depth, cache in cfg.lease_read_variants:
+                out.append(('leaseread-%s-x%d-%s' % (size_tag(bs), depth,
+                                                     cache),
+                            'read %s x %d in flight, RWH lease, %s' % (
+                                human_size(bs), depth, cache),
+                            'mbps', 'MB/s', True, ALL_BACKENDS,
+                            lambda b, bs=bs, d=depth, c=cache:
+                            self.w_leaseread(b, bs, d, c)))
         elif workload == 'leasewrite':
-            for bs in (64 * KiB, 1024 * KiB):
-                out.append(('leasewrite-%s' % size_tag(bs),
-                            'seq write %s, 1 in flight, RWH lease' %
-                            human_size(bs), 'mbps', 'MB/s', True,
-                            ALL_SMB_SHARES,
-                            lambda b, bs=bs: self.w_leasewrite(b, bs)))
+            for bs, depth in cfg.lease_write_variants:
+                out.append(('leasewrite-%s-x%d' % (size_tag(bs), depth),
+                            'write %s x %d in flight, RWH lease' % (
+                                human_size(bs), depth), 'mbps', 'MB/s',
+                            True, ALL_SMB_SHARES,
+                            lambda b, bs=bs, d=depth:
+                            self.w_leasewrite(b, bs, d)))
         elif workload == 'manywriters':
             out.append(('manywriters-%d' % cfg.mw_clients,
                         '%d writers, 8 KiB writes' % cfg.mw_clients,
@@ -154,24 +169,66 @@ class Workloads:
         finally:
             subprocess.run(['sync'])
 
-    def w_leasewrite(self, backend, bs):
-        """smb2q --lease write of write_size bytes; the file then
-        hashed through the backend's own path and compared."""
-        import hashlib
-        cfg = self.cfg
-        name = 'lw-%s.dat' % backend
+    def smb2q(self, action, backend, name, size, bs, depth, seed):
+        """test/tools/smb2q ACTION of DATADIR/name under an RWH lease;
+        its JSON result, or an error result"""
         cmd = [os.path.join(TOP, 'test', 'tools', 'smb2q'), '--host',
                self.host, '--port', str(self.port), '--user', self.user,
                '--password', self.password, '--share', backend, '--file',
-               DATADIR + '/' + name, '--size', str(cfg.write_size),
-               '--depth', '1', '--req-size', str(bs), '--seed',
-               str(7000 + bs // KiB), '--lease', 'write']
-        rc, out, err = self.run_cmd(cmd, cfg.write_cap + 600, client=True)
+               DATADIR + '/' + name, '--size', str(size),
+               '--depth', str(depth), '--req-size', str(bs), '--seed',
+               str(seed), '--lease', '--linger', str(CPU_LINGER), action]
+        rc, out, err = self.run_cmd(cmd, 900, client=True)
         try:
             r = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
+            r = None
+        if rc != 0 or r is None:
             return {'ok': False, 'error': 'smb2q exited %d: %s' % (
                 rc, (err.strip() or out.strip())[-300:])}
+        res = {'ok': True, 'mbps': r.get(action + '_MBps'),
+               'seconds': r.get(action + '_seconds'), 'bytes': size,
+               't_start': r.get(action + '_t_start'),
+               't_end': r.get(action + '_t_end'),
+               'granted': r.get('granted'), 'sha256': r.get('sha256'),
+               'max_outstanding': r.get('max_outstanding_observed')}
+        if r.get('granted') != 'lease RWH':
+            res.update(ok=False, error='granted %s, not an RWH lease' %
+                       r.get('granted'))
+        return res
+
+    def w_leaseread(self, backend, bs, depth, cache):
+        """smb2q --lease read of the lease file (every byte checked by
+        smb2q); gfapi: fio gfapi_async at the same size and depth"""
+        cfg = self.cfg
+        if backend == 'gfapi':
+            if cache == 'cold':
+                self.drop_caches()
+            else:
+                self.warm(self.fio_name())
+            return self.fio('leaseread', 'read', bs,
+                            min(cfg.lease_size, cfg.seq_size),
+                            DATADIR + '/' + self.fio_name(),
+                            engine='gfapi_async', iodepth=depth)
+        if cache == 'cold':
+            self.drop_caches()
+        else:
+            self.warm(self.lr_name())
+        res = self.smb2q('read', backend, self.lr_name(), cfg.lease_size,
+                         bs, depth, LR_SEED)
+        if res['ok']:
+            # smb2q fails on any byte that differs from its pattern
+            res['checked_bytes'] = cfg.lease_size
+        return res
+
+    def w_leasewrite(self, backend, bs, depth):
+        """smb2q --lease write of lease_size bytes; the file then hashed
+        through the backend's own path and compared."""
+        import hashlib
+        cfg = self.cfg
+        name = 'lw-%s.dat' % backend
+        res = self.smb2q('write', backend, name, cfg.lease_size, bs, depth,
+                         7000 + bs // KiB)
         path = os.path.join(self.backend_root(backend), name)
         h = hashlib.sha256()
         try:
@@ -180,15 +237,14 @@ class Workloads:
                     h.update(blk)
             os.unlink(path)
         except OSError as e:
-            return {'ok': False, 'error': 'cannot check %s: %s' % (path, e)}
-        ok = rc == 0 and h.hexdigest() == r.get('sha256')
-        res = {'ok': ok, 'mbps': r.get('write_MBps'),
-               'seconds': r.get('write_seconds'), 'bytes': cfg.write_size,
-               'granted': r.get('granted'),
-               'checked_bytes': cfg.write_size if ok else 0,
-               'checked_via': path}
-        if not ok:
-            res['error'] = 'smb2q exited %d, or the file differs' % rc
+            res.update(ok=False, error='cannot check %s: %s' % (path, e))
+            return res
+        finally:
+            subprocess.run(['sync'])
+        if res['ok'] and h.hexdigest() != res.get('sha256'):
+            res.update(ok=False, error='the file written differs')
+        res['checked_bytes'] = cfg.lease_size if res['ok'] else 0
+        res['checked_via'] = path
         return res
 
     def w_manywriters(self, backend):
@@ -256,17 +312,22 @@ class Workloads:
         self.note('  ' + json.dumps(res))
         return res
 
-    def w_pipewrite(self, backend):
+    def w_pipewrite(self, backend, existing=False):
         """smbclient put of the pattern file in /dev/shm (Data.prepare),
         timed by `patfile now` marks before and after it; then the file
-        checked (every byte) through the backend's own path, and deleted
-        """
+        checked (every byte) through the backend's own path, and deleted.
+        existing: put over a file of the same size and another pattern,
+        written through the backend's own path before (untimed)."""
         cfg = self.cfg
         size = cfg.pw_size
         name = 'pw-%s.dat' % backend
         dst = os.path.join(self.backend_root(backend), name)
         if os.path.exists(dst):
             os.unlink(dst)
+        if existing:
+            self.patfile('make', dst, size, PW_SEED + 1)
+            os.chmod(dst, 0o666)        # smbd's user overwrites it
+            subprocess.run(['sync'])
         marks = os.path.join(self.tmp, 'pw.marks')
         if os.path.exists(marks):
             os.unlink(marks)
