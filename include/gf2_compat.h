@@ -6,9 +6,10 @@
  *
  * The VFS interface versions this source is written for; wscript refuses
  * a Samba tree outside them.  47 (4.17), 50 (4.22) and 52 (4.24) are
- * built and tested; 48 (4.18), 49 (4.19-4.21) and 51 (4.23) are written
- * from the "Version NN" notes of source3/include/vfs.h and have no tree
- * here (docs/samba-versions.md).
+ * built and tested; 49 (4.19-4.21) and 51 (4.23) are compiled against
+ * release trees whose smbd does not run here (wscript:
+ * --samba-tree-without-smbd); 48 (4.18) is written from the "Version NN"
+ * notes of source3/include/vfs.h (docs/samba-versions.md).
  */
 
 #ifndef GF2_COMPAT_H
@@ -111,10 +112,10 @@
 #endif
 
 /*
- * init_strict_lock_struct() lost its lock_flav argument (by 52; 51 is not
- * known and assumed to keep it).
+ * init_strict_lock_struct() lost its lock_flav argument in 51 (the 4.23.11
+ * tree has it without; 4.22.11's, interface 50, with).
  */
-#if SMB_VFS_INTERFACE_VERSION >= 52
+#if SMB_VFS_INTERFACE_VERSION >= 51
 #define gf2_init_strict_lock(fsp, smblctx, start, size, type, plock) \
 	init_strict_lock_struct(fsp, smblctx, start, size, type, plock)
 #else
@@ -133,7 +134,9 @@
 
 /*
  * Per-share profiling (Samba 4.23 on; smbprofile.h has no interface
- * version of its own, so the macros' presence decides).  With `smbd
+ * version of its own, so the macros' presence decides: 4.23 has
+ * START_PROFILE_X and the async _X calls but no
+ * SMBPROFILE_BYTES_ASYNC_STATE_X, which 4.24 adds).  With `smbd
  * profiling share = yes` on a share, the _X family counts a call both in
  * smbd's totals and in the share's own record, which `smbstatus
  * --profile --json` ("Extended Profile") and smb_prometheus_endpoint
@@ -150,7 +153,13 @@
 #define GF2_START_PROFILE_BYTES(h, x, n) \
 	START_PROFILE_BYTES_X(SNUM((h)->conn), x, n)
 #define GF2_END_PROFILE_BYTES(x) END_PROFILE_BYTES_X(x)
+#if defined(SMBPROFILE_BYTES_ASYNC_STATE_X)
 #define GF2_PROFILE_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE_X(a, a##_svc)
+#else
+/* 4.23 has the _X calls but declares the two members one by one */
+#define GF2_PROFILE_ASYNC_STATE(a) \
+	SMBPROFILE_BYTES_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE(a##_svc)
+#endif
 #define GF2_PROFILE_ASYNC_START(snum, x, a, n) \
 	SMBPROFILE_BYTES_ASYNC_START_X(snum, x, a, a##_svc, n)
 #define GF2_PROFILE_ASYNC_SET_IDLE(a) SMBPROFILE_BYTES_ASYNC_SET_IDLE_X(a, a##_svc)
