@@ -176,7 +176,7 @@ def _exported_by_installed_smbd():
 def test_tree_exports_match_the_installed_smbd(real_tree):
     """scripts/samba-tree-exports, read from the installed smbd's own tree,
     lists every Samba symbol the module needs that this smbd exports, and
-    not the helpers only modules carry (POSIXACL_XATTR, which the stock
+    not the subsystems only modules carry (POSIXACL_XATTR, which the stock
     vfs_glusterfs links in and smbd does not export)."""
     so = os.path.join(TOP, 'build', 'glusterfs2.so')
     assert os.path.isfile(so), 'build the checkout first'
