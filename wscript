@@ -144,6 +144,18 @@ def options(opt):
                         'GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE=1). smbd '
                         'still refuses a module of another VFS interface '
                         'version when it loads it')
+    grp.add_option('--samba-tree-without-smbd',
+                   dest='tree_without_smbd', default=False,
+                   action='store_true',
+                   help='build against a prepared Samba source tree '
+                        '(--samba-source) of a release whose smbd is not '
+                        'installed here (scripts/prepare-samba-tree): for a '
+                        'compile check or a package build for another '
+                        'Samba. The version match with the installed smbd '
+                        'is not checked; every symbol the module leaves '
+                        'undefined is checked against what the tree\'s smbd '
+                        'libraries export (scripts/samba-tree-exports). '
+                        'The result is for that release\'s smbd only')
     grp.add_option('--debug-build', dest='debug_build', default=False,
                    action='store_true',
                    help='-O0 -g3 instead of -O2 -g')
@@ -195,18 +207,38 @@ def _modulesdir():
     return m.group(1)
 
 
+def _multiarch_modulesdir():
+    try:
+        triplet = subprocess.check_output(
+            ['gcc', '-print-multiarch'], universal_newlines=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        triplet = ''
+    return os.path.join('/usr/lib', triplet, 'samba') if triplet else \
+        '/usr/lib/samba'
+
+
 def configure(conf):
     conf.load('compiler_c')
 
     if Utils.unversioned_sys_platform() != 'linux':
         conf.fatal('glusterfs2 builds on Linux only')
 
-    conf.start_msg('Checking for smbd')
-    if conf.find_program('smbd', var='SMBD', mandatory=False) is None:
-        conf.end_msg('not found', color='RED')
-        conf.fatal("smbd not found: install the Debian package 'samba'")
-    smbd_version = _installed_smbd_version()
-    conf.end_msg(smbd_version)
+    without_smbd = Options.options.tree_without_smbd
+    if without_smbd:
+        if not Options.options.samba_source:
+            conf.fatal('--samba-tree-without-smbd needs --samba-source=DIR '
+                       '(a tree prepared by scripts/prepare-samba-tree)')
+        conf.env.SMBD = []
+        smbd_version = None
+    else:
+        conf.start_msg('Checking for smbd')
+        if conf.find_program('smbd', var='SMBD', mandatory=False) is None:
+            conf.end_msg('not found', color='RED')
+            conf.fatal("smbd not found: install the Debian package 'samba' "
+                       "(or build for another Samba's tree with "
+                       "--samba-tree-without-smbd)")
+        smbd_version = _installed_smbd_version()
+        conf.end_msg(smbd_version)
 
     tree = (Options.options.samba_source or
             os.environ.get('GLUSTERFS2_SAMBA_TREE'))
@@ -220,7 +252,12 @@ def configure(conf):
         conf.fatal('%s is not a Samba source tree' % tree)
     tree_version = _tree_version(tree)
     conf.end_msg('%s (%s)' % (tree, tree_version))
-    if tree_version != smbd_version:
+    if without_smbd:
+        conf.msg('Building for', 'Samba %s without its smbd: the installed '
+                 'smbd is not checked; the module is for Samba %s only' %
+                 (tree_version, tree_version), color='YELLOW')
+        smbd_version = tree_version
+    elif tree_version != smbd_version:
         accept = (Options.options.accept_patch_release or
                   os.environ.get('GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE')
                   == '1')
@@ -266,7 +303,21 @@ def configure(conf):
         conf.fatal('--module-name=%r: letters, digits and _ only' % name)
     conf.env.MODULE_NAME = name
     conf.env.SMBD_VERSION = smbd_version
-    conf.env.MODULESDIR = Options.options.modulesdir or _modulesdir()
+    conf.env.SAMBA_TREE_WITHOUT_SMBD = without_smbd
+    if without_smbd:
+        # Debian's and Ubuntu's MODULESDIR unless told
+        conf.env.MODULESDIR = (Options.options.modulesdir or
+                               _multiarch_modulesdir())
+        conf.start_msg('Listing what the tree\'s smbd libraries export')
+        exports = os.path.join(conf.bldnode.abspath(), 'samba-exports.txt')
+        os.makedirs(conf.bldnode.abspath(), exist_ok=True)
+        with open(exports, 'w') as f:
+            f.write(_run([os.path.join(conf.path.abspath(), 'scripts',
+                                       'samba-tree-exports'), tree]))
+        conf.env.SAMBA_EXPORTS = exports
+        conf.end_msg(exports)
+    else:
+        conf.env.MODULESDIR = Options.options.modulesdir or _modulesdir()
 
     conf.check_cfg(package='glusterfs-api', args='--cflags --libs',
                    uselib_store='GFAPI', msg='Checking for glusterfs-api',
@@ -378,14 +429,24 @@ def check_symbols(tsk):
             needed.add(parts[1].split('@')[0])
         elif len(parts) >= 2 and parts[0] == 'w':
             continue
-    libs = _smbd_libraries(tsk.env.SMBD[0] if isinstance(
-        tsk.env.SMBD, list) else tsk.env.SMBD)
+    if tsk.env.SAMBA_TREE_WITHOUT_SMBD:
+        # another release's smbd: what its tree says its libraries export,
+        # and the module's own libraries (gfapi, talloc, tevent, libc)
+        libs = []
+        with open(tsk.env.SAMBA_EXPORTS) as f:
+            exported = set(line.strip() for line in f)
+        whose = 'the Samba tree\'s smbd libraries do'
+    else:
+        libs = _smbd_libraries(tsk.env.SMBD[0] if isinstance(
+            tsk.env.SMBD, list) else tsk.env.SMBD)
+        exported = set()
+        whose = 'the installed smbd does'
     ldd = subprocess.check_output(['ldd', so], universal_newlines=True)
     for line in ldd.splitlines():
         m = re.search(r'=>\s*(/\S+)', line)
         if m:
             libs.append(m.group(1))
-    missing = sorted(needed - _exported_symbols(libs))
+    missing = sorted(needed - exported - _exported_symbols(libs))
     if tsk.env.SANITIZE:
         # The sanitizer runtimes (libasan, libubsan) are preloaded into
         # smbd for a sanitizer build (test/asan/run): their entry points
@@ -394,8 +455,8 @@ def check_symbols(tsk):
                    if not s.startswith(('__asan_', '__ubsan_', '__lsan_',
                                         '__sanitizer_'))]
     if missing:
-        Logs.error('%s needs symbols the installed smbd does not '
-                   'export: %s' % (os.path.basename(so), ', '.join(missing)))
+        Logs.error('%s needs symbols %s not export: %s' %
+                   (os.path.basename(so), whose, ', '.join(missing)))
         return 1
     tsk.outputs[0].write('ok\n')
     return 0

@@ -5,17 +5,18 @@
  * "includes.h" and "smbd/smbd.h".
  *
  * The VFS interface versions this source is written for; wscript refuses
- * a Samba tree outside them.  47 (4.17), 50 (4.22) and 52 (4.24) are
- * built and tested; 48 (4.18), 49 (4.19-4.21) and 51 (4.23) are written
- * from the "Version NN" notes of source3/include/vfs.h and have no tree
- * here (docs/samba-versions.md).
+ * a Samba tree outside them.  47 (4.17), 50 (4.22), 52 (4.24) and 53
+ * (4.25) are built and tested against their smbd; 49 (4.19-4.21) and 51
+ * (4.23) are compiled against release trees whose smbd does not run here
+ * (wscript: --samba-tree-without-smbd); 48 (4.18) is written from the
+ * "Version NN" notes of source3/include/vfs.h (docs/samba-versions.md).
  */
 
 #ifndef GF2_COMPAT_H
 #define GF2_COMPAT_H
 
 #define GF2_VFS_INTERFACE_MIN 47
-#define GF2_VFS_INTERFACE_MAX 52
+#define GF2_VFS_INTERFACE_MAX 53
 
 #if SMB_VFS_INTERFACE_VERSION < GF2_VFS_INTERFACE_MIN || \
 	SMB_VFS_INTERFACE_VERSION > GF2_VFS_INTERFACE_MAX
@@ -111,16 +112,52 @@
 #endif
 
 /*
- * init_strict_lock_struct() lost its lock_flav argument (by 52; 51 is not
- * known and assumed to keep it).
+ * init_strict_lock_struct() lost its lock_flav argument in 51 (the 4.23.11
+ * tree has it without; 4.22.11's, interface 50, with).
  */
-#if SMB_VFS_INTERFACE_VERSION >= 52
+#if SMB_VFS_INTERFACE_VERSION >= 51
 #define gf2_init_strict_lock(fsp, smblctx, start, size, type, plock) \
 	init_strict_lock_struct(fsp, smblctx, start, size, type, plock)
 #else
 #define gf2_init_strict_lock(fsp, smblctx, start, size, type, plock) \
 	init_strict_lock_struct(fsp, smblctx, start, size, type, \
 				lp_posix_cifsu_locktype(fsp), plock)
+#endif
+
+/*
+ * Version 53: the file system calls name the share through a handle.
+ * disk_free_fn and get_quota_fn take an fsp instead of a name,
+ * set_quota_fn gains one, fstatvfs_fn(handle, fsp, buf) replaces
+ * statvfs_fn (struct vfs_statvfs_struct moved to lib/util/statvfs.h),
+ * getwd_fn is gone, and open_share_root_fn(handle, root_fsp, connectpath)
+ * opens the share's root at tree connect (vfs_default stats connectpath
+ * and hands the result to vfs_set_share_root()).
+ *   GF2_FS_OBJ_PARAM       the object disk_free/get_quota/statvfs name
+ *   gf2_fs_obj_fname(o)    its smb_filename
+ *   GF2_SET_QUOTA_PARAM    set_quota_fn's extra fsp, if any
+ *   GF2_FS_FNS             the table entries that differ
+ * durable_reconnect_fn gains the lease (53) too; the module leaves that
+ * slot to the next module, as before.
+ */
+#if SMB_VFS_INTERFACE_VERSION >= 53
+#if defined(__has_include)
+#if __has_include("lib/util/statvfs.h")
+#include "lib/util/statvfs.h"
+#endif
+#endif
+#define GF2_FS_OBJ_PARAM struct files_struct *fs_obj
+#define gf2_fs_obj_fname(o) ((o)->fsp_name)
+#define GF2_SET_QUOTA_PARAM struct files_struct *fs_obj,
+#define GF2_FS_FNS \
+	.open_share_root_fn = gf2_open_share_root, \
+	.fstatvfs_fn = gf2_statvfs,
+#else
+#define GF2_FS_OBJ_PARAM const struct smb_filename *fs_obj
+#define gf2_fs_obj_fname(o) (o)
+#define GF2_SET_QUOTA_PARAM
+#define GF2_FS_FNS \
+	.statvfs_fn = gf2_statvfs, \
+	.getwd_fn = gf2_getwd,
 #endif
 
 /*
@@ -133,7 +170,9 @@
 
 /*
  * Per-share profiling (Samba 4.23 on; smbprofile.h has no interface
- * version of its own, so the macros' presence decides).  With `smbd
+ * version of its own, so the macros' presence decides: 4.23 has
+ * START_PROFILE_X and the async _X calls but no
+ * SMBPROFILE_BYTES_ASYNC_STATE_X, which 4.24 adds).  With `smbd
  * profiling share = yes` on a share, the _X family counts a call both in
  * smbd's totals and in the share's own record, which `smbstatus
  * --profile --json` ("Extended Profile") and smb_prometheus_endpoint
@@ -150,7 +189,13 @@
 #define GF2_START_PROFILE_BYTES(h, x, n) \
 	START_PROFILE_BYTES_X(SNUM((h)->conn), x, n)
 #define GF2_END_PROFILE_BYTES(x) END_PROFILE_BYTES_X(x)
+#if defined(SMBPROFILE_BYTES_ASYNC_STATE_X)
 #define GF2_PROFILE_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE_X(a, a##_svc)
+#else
+/* 4.23 has the _X calls but declares the two members one by one */
+#define GF2_PROFILE_ASYNC_STATE(a) \
+	SMBPROFILE_BYTES_ASYNC_STATE(a) SMBPROFILE_BYTES_ASYNC_STATE(a##_svc)
+#endif
 #define GF2_PROFILE_ASYNC_START(snum, x, a, n) \
 	SMBPROFILE_BYTES_ASYNC_START_X(snum, x, a, a##_svc, n)
 #define GF2_PROFILE_ASYNC_SET_IDLE(a) SMBPROFILE_BYTES_ASYNC_SET_IDLE_X(a, a##_svc)

@@ -140,8 +140,14 @@ int gf2_openat(struct vfs_handle_struct *handle,
 int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp);
 int gf2_chdir(struct vfs_handle_struct *handle,
 	      const struct smb_filename *smb_fname);
+#if SMB_VFS_INTERFACE_VERSION >= 53
+int gf2_open_share_root(struct vfs_handle_struct *handle,
+			struct files_struct *root_fsp,
+			const char *connectpath);
+#else
 struct smb_filename *gf2_getwd(struct vfs_handle_struct *handle,
 			       TALLOC_CTX *mem_ctx);
+#endif
 struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
 				  TALLOC_CTX *ctx,
 				  const struct smb_filename *smb_fname);
@@ -159,11 +165,9 @@ int gf2_closedir(struct vfs_handle_struct *handle, DIR *dirp);
 void gf2_dir_fetch_lists(glfs_t *fs, const char *path, bool nofollow);
 
 /* gf2_metaops.c */
-int gf2_statvfs(struct vfs_handle_struct *handle,
-		const struct smb_filename *smb_fname,
+int gf2_statvfs(struct vfs_handle_struct *handle, GF2_FS_OBJ_PARAM,
 		struct vfs_statvfs_struct *out);
-uint64_t gf2_disk_free(struct vfs_handle_struct *handle,
-		       const struct smb_filename *smb_fname,
+uint64_t gf2_disk_free(struct vfs_handle_struct *handle, GF2_FS_OBJ_PARAM,
 		       uint64_t *bsize, uint64_t *dfree, uint64_t *dsize);
 int gf2_mkdirat(struct vfs_handle_struct *handle,
 		struct files_struct *dirfsp,

@@ -706,6 +706,26 @@ int gf2_chdir(struct vfs_handle_struct *handle,
 	return 0;
 }
 
+#if SMB_VFS_INTERFACE_VERSION >= 53
+/*
+ * Tree connect (53): the share's root is the volume's connectpath, looked
+ * up through gfapi as every other stat, and handed to smbd as its root
+ * handle, which the later calls (disk_free, fstatvfs) name.
+ */
+int gf2_open_share_root(struct vfs_handle_struct *handle,
+			struct files_struct *root_fsp,
+			const char *connectpath)
+{
+	struct smb_filename smb_fname = {
+		.base_name = discard_const_p(char, connectpath),
+	};
+
+	if (gf2_stat(handle, &smb_fname) != 0) {
+		return -1;
+	}
+	return vfs_set_share_root(root_fsp, connectpath, &smb_fname.st);
+}
+#else
 struct smb_filename *gf2_getwd(struct vfs_handle_struct *handle,
 			       TALLOC_CTX *mem_ctx)
 {
@@ -713,6 +733,7 @@ struct smb_filename *gf2_getwd(struct vfs_handle_struct *handle,
 
 	return synthetic_smb_fname(mem_ctx, c->cwd, NULL, NULL, 0, 0);
 }
+#endif
 
 struct smb_filename *gf2_realpath(struct vfs_handle_struct *handle,
 				  TALLOC_CTX *ctx,

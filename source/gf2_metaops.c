@@ -31,13 +31,12 @@ static int gf2_statvfs_path(struct vfs_handle_struct *handle,
 	return ret;
 }
 
-int gf2_statvfs(struct vfs_handle_struct *handle,
-		const struct smb_filename *smb_fname,
+int gf2_statvfs(struct vfs_handle_struct *handle, GF2_FS_OBJ_PARAM,
 		struct vfs_statvfs_struct *out)
 {
 	struct statvfs st = { 0 };
 
-	if (gf2_statvfs_path(handle, smb_fname, &st) < 0) {
+	if (gf2_statvfs_path(handle, gf2_fs_obj_fname(fs_obj), &st) < 0) {
 		return -1;
 	}
 	ZERO_STRUCTP(out);
@@ -54,13 +53,12 @@ int gf2_statvfs(struct vfs_handle_struct *handle,
 	return 0;
 }
 
-uint64_t gf2_disk_free(struct vfs_handle_struct *handle,
-		       const struct smb_filename *smb_fname,
+uint64_t gf2_disk_free(struct vfs_handle_struct *handle, GF2_FS_OBJ_PARAM,
 		       uint64_t *bsize, uint64_t *dfree, uint64_t *dsize)
 {
 	struct statvfs st = { 0 };
 
-	if (gf2_statvfs_path(handle, smb_fname, &st) < 0) {
+	if (gf2_statvfs_path(handle, gf2_fs_obj_fname(fs_obj), &st) < 0) {
 		return (uint64_t)-1;
 	}
 	*bsize = st.f_bsize;

@@ -179,8 +179,7 @@ static void gf2_disconnect(struct vfs_handle_struct *handle)
 
 /* What Gluster has no equivalent for, and what smbd may ask anyway. */
 
-static int gf2_get_quota(struct vfs_handle_struct *handle,
-			 const struct smb_filename *smb_fname,
+static int gf2_get_quota(struct vfs_handle_struct *handle, GF2_FS_OBJ_PARAM,
 			 enum SMB_QUOTA_TYPE qtype, unid_t id,
 			 SMB_DISK_QUOTA *qt)
 {
@@ -189,6 +188,7 @@ static int gf2_get_quota(struct vfs_handle_struct *handle,
 }
 
 static int gf2_set_quota(struct vfs_handle_struct *handle,
+			 GF2_SET_QUOTA_PARAM
 			 enum SMB_QUOTA_TYPE qtype, unid_t id,
 			 SMB_DISK_QUOTA *qt)
 {
@@ -298,7 +298,7 @@ static struct vfs_fn_pointers gf2_fns = {
 	.disk_free_fn = gf2_disk_free,
 	.get_quota_fn = gf2_get_quota,
 	.set_quota_fn = gf2_set_quota,
-	.statvfs_fn = gf2_statvfs,
+	GF2_FS_FNS
 	.fs_capabilities_fn = gf2_fs_capabilities,
 	.create_dfs_pathat_fn = vfs_not_implemented_create_dfs_pathat,
 	.read_dfs_pathat_fn = vfs_not_implemented_read_dfs_pathat,
@@ -341,7 +341,6 @@ static struct vfs_fn_pointers gf2_fns = {
 	.fchown_fn = gf2_fchown,
 	.lchown_fn = gf2_lchown,
 	.chdir_fn = gf2_chdir,
-	.getwd_fn = gf2_getwd,
 	.fntimes_fn = gf2_fntimes,
 	.ftruncate_fn = gf2_ftruncate,
 	.fallocate_fn = gf2_fallocate,

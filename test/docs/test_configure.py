@@ -1,4 +1,5 @@
-"""configure takes only a Samba tree of the installed smbd's version.
+"""configure takes only a Samba tree of the installed smbd's version,
+unless told the tree is for another Samba (--samba-tree-without-smbd).
 
     python3 -m pytest test/docs
 
@@ -119,3 +120,100 @@ def test_other_series_refused_even_on_request(tmp_path, real_tree):
         p.stdout
     assert 'accepted' not in p.stdout, p.stdout
     assert 'is not configured' not in p.stdout, p.stdout
+
+
+def test_other_release_taken_with_tree_without_smbd(tmp_path, real_tree):
+    """--samba-tree-without-smbd: a tree of another release series is
+    built for, said so, and no installed smbd is compared with it."""
+    v = _smbd_version()
+    o = (v[0], v[1] + 2, 9)
+    p = _configure(tmp_path, real_tree, o,
+                   extra=['--samba-tree-without-smbd'])
+    assert 'Samba %d.%d.%d without its smbd' % o in p.stdout, p.stdout
+    assert 'but the installed smbd is' not in p.stdout, p.stdout
+    assert 'is not configured' in p.stdout, p.stdout
+
+
+def test_tree_without_smbd_needs_the_tree(tmp_path, real_tree):
+    env = dict(os.environ, PYTHONHASHSEED='1',
+               WAFLOCK='.lock-waf-test-configure')
+    env.pop('GLUSTERFS2_SAMBA_TREE', None)
+    try:
+        p = subprocess.run(
+            ['/usr/bin/python3', os.path.join(real_tree, 'buildtools', 'bin',
+                                              'waf'),
+             'configure', '--samba-tree-without-smbd',
+             '--out=%s' % (tmp_path / 'build')],
+            cwd=TOP, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    finally:
+        lock = os.path.join(TOP, '.lock-waf-test-configure')
+        if os.path.exists(lock):
+            os.unlink(lock)
+    assert p.returncode != 0
+    assert '--samba-tree-without-smbd needs --samba-source' in p.stdout, \
+        p.stdout
+
+
+def _exported_by_installed_smbd():
+    smbd = shutil.which('smbd')
+    libs = [smbd] + re.findall(r'=>\s*(/\S+)', subprocess.run(
+        ['ldd', smbd], stdout=subprocess.PIPE, universal_newlines=True,
+        check=True).stdout)
+    names = set()
+    for lib in libs:
+        out = subprocess.run(['nm', '-D', '--defined-only', lib],
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL,
+                             universal_newlines=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                names.add(parts[2].split('@')[0])
+    return names
+
+
+def test_tree_exports_match_the_installed_smbd(real_tree):
+    """scripts/samba-tree-exports, read from the installed smbd's own tree,
+    lists every Samba symbol the module needs that this smbd exports, and
+    not the subsystems only modules carry (POSIXACL_XATTR, which the stock
+    vfs_glusterfs links in and smbd does not export)."""
+    so = os.path.join(TOP, 'build', 'glusterfs2.so')
+    assert os.path.isfile(so), 'build the checkout first'
+    listed = set(subprocess.run(
+        [os.path.join(TOP, 'scripts', 'samba-tree-exports'), real_tree],
+        stdout=subprocess.PIPE, universal_newlines=True,
+        check=True).stdout.split())
+    needed = set()
+    for line in subprocess.run(['nm', '-D', '--undefined-only', so],
+                               stdout=subprocess.PIPE,
+                               universal_newlines=True,
+                               check=True).stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == 'U':
+            needed.add(parts[1].split('@')[0])
+    exported = _exported_by_installed_smbd()
+    samba_needed = {s for s in needed & exported if not _is_libc(s)}
+    assert len(samba_needed) > 50
+    assert samba_needed <= listed, sorted(samba_needed - listed)
+    assert 'smb_register_vfs' in listed
+    assert 'posixacl_xattr_acl_get_fd' not in listed
+    assert 'posixacl_xattr_acl_get_fd' not in exported
+
+
+def _is_libc(name):
+    if not hasattr(_is_libc, 'names'):
+        libc = subprocess.run(['nm', '-D', '--defined-only', _libc_path()],
+                              stdout=subprocess.PIPE,
+                              universal_newlines=True).stdout
+        _is_libc.names = {line.split()[2].split('@')[0]
+                          for line in libc.splitlines()
+                          if len(line.split()) >= 3}
+    return name in _is_libc.names
+
+
+def _libc_path():
+    out = subprocess.run(['ldd', shutil.which('smbd')],
+                         stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    return re.search(r'libc\.so\.6\s*=>\s*(/\S+)', out).group(1)

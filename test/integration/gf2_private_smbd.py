@@ -72,6 +72,7 @@ PORT_SLOTS = {
     'prometheus': 22,           # test_prometheus.py, its smbd
     'prometheus-exporter': 23,  # test_prometheus.py, node_exporter
     'hooks': 24,                # test_volume_hooks.py
+    'shareroot': 25,            # test_share_root.py
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'

@@ -1,6 +1,6 @@
 """test/stack --platform NAME and scripts/build-deb --platform NAME, from
-the host, on one Debian 13 platform (GF2_TEST_PLATFORM: trixie, the
-default, or trixie-backports):
+the host, on one Debian 13 or forky platform (GF2_TEST_PLATFORM: trixie, the
+default, trixie-backports or forky):
 
 - `test/stack up --platform NAME` brings the stack up inside the platform;
   `env --platform NAME` has every key of the host's `env` plus PLATFORM,
@@ -42,7 +42,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 STACK = os.path.join(TOP, 'test', 'stack')
 ROOT_TOOL = os.path.join(TOP, 'test', 'platform', 'root')
 PLATFORM = os.environ.get('GF2_TEST_PLATFORM', 'trixie')
-SAMBA_SERIES = {'trixie': '4.22.', 'trixie-backports': '4.24.'}
+SAMBA_SERIES = {'trixie': '4.22.', 'trixie-backports': '4.24.',
+                'forky': '4.25.'}
 HOST_KEYS = ('SMB_HOST SMB_PORT SMB_USER SMB_PASS SMB_USER2 SMB_PASS2 '
              'SMB_GROUP GLUSTER_VOLUME GLUSTER_HOST FUSE_MOUNT LOCAL_DIR '
              'SMB_CONF SMB_LOGDIR STACK_DIR BRICK_DIRS SHARES '

@@ -59,7 +59,7 @@ def parse_args(argv):
                          'were afterwards' % GROUPS_DIR)
     ap.add_argument('--platform', default=None, metavar='NAME',
                     help='the stack of a test platform (test/stack up '
-                         '--platform NAME: trixie, trixie-backports; '
+                         '--platform NAME: trixie, trixie-backports, forky; '
                          'bookworm is this machine, as without it): its '
                          'shares beside its own stock module; no raw gfapi '
                          '(fio runs here, against this machine\'s gfapi), '
