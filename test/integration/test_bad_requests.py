@@ -390,6 +390,46 @@ def test_read_without_read_access(env):
             expected=('STATUS_ACCESS_DENIED', 0))
 
 
+
+@pytest.mark.parametrize('label,access', [
+    ('add-file', s3.FILE_LIST_DIRECTORY | s3.FILE_ADD_FILE |
+     s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE),
+    ('add-subdirectory', s3.FILE_LIST_DIRECTORY |
+     s3.FILE_ADD_SUBDIRECTORY | s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE),
+    ('list-only', s3.FILE_LIST_DIRECTORY | s3.FILE_READ_ATTRIBUTES |
+     s3.SYNCHRONIZE),
+], ids=['add-file', 'add-subdirectory', 'list-only'])
+def test_flush_directory(env, label, access):
+    """FLUSH of a directory handle: a directory opened to add entries
+    may be flushed (local answers OK), one opened to list only may not
+    (ACCESS_DENIED)."""
+    out = {}
+    for share, cl in env['clients'].items():
+        st, fid = cl.create(env['top'], directory=True,
+                            disposition=s3.FILE_OPEN)
+        assert st == 0, '%s: open directory: %s' % (share, status_name(st))
+        cl.close(fid)
+        cl.conn.quiet()
+        try:
+            fid = cl.conn.c.create(
+                cl.conn.tid, env['top'], access,
+                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                s3.FILE_SHARE_DELETE, s3.FILE_DIRECTORY_FILE, s3.FILE_OPEN,
+                s3.FILE_ATTRIBUTE_DIRECTORY)
+        except smb3.SessionError as e:
+            raise AssertionError('%s: open directory: %s' % (
+                share, status_name(e.get_error_code())))
+        try:
+            st, _ = cl.request(smb2q.RawPacket(
+                s3.SMB2_FLUSH, cl.conn.tid,
+                struct.pack('<HHI16s', 24, 0, 0, fid)))
+            out[share] = status_name(st)
+        finally:
+            cl.close(fid)
+    compare(env, 'flush of a directory (%s)' % label, out,
+            expected='STATUS_ACCESS_DENIED' if label == 'list-only' else
+            'STATUS_SUCCESS')
+
 # -- names ----------------------------------------------------------------
 
 NAMES = [
