@@ -70,6 +70,7 @@ PORT_SLOTS = {
     'metaprof': 20,             # test/bench/metaprof
     'asan-shutdown': 21,        # test/asan/shutdown (test_asan_shutdown.py)
     'copychunkident': 22,       # test_copychunk_identity.py
+    'searchperm': 23,           # test_search_permission.py
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'
