@@ -71,10 +71,18 @@ def seq_read(f, size, block):
 
 
 @pytest.mark.parametrize('block', [4096, 65536, 100000, MiB, 3 * MiB + 5])
-def test_sequential_reads_checksum(smb, tmpname, block):
+def test_sequential_reads_checksum(smb, stack, tmpname, block):
+    """Written by another Gluster client (the FUSE mount), read in
+    sequence through glusterfs2: the bytes are the file's, not what the
+    serving process remembers of its own writes."""
     c = smb('glusterfs2')
     data = os.urandom(40 * MiB + 12345)
-    c.write(tmpname, data)
+    path = os.path.join(stack['FUSE_MOUNT'], tmpname)
+    with open(path, 'wb') as fh:
+        fh.write(data)
+    os.chmod(path, 0o666)
+    with open(path, 'rb') as fh:
+        assert sha256(fh.read()) == sha256(data)
     f = c.ctx.open(c.url(tmpname), os.O_RDONLY)
     got = seq_read(f, len(data) + 3 * MiB, block)
     assert len(got) == len(data)
@@ -82,7 +90,7 @@ def test_sequential_reads_checksum(smb, tmpname, block):
     # past EOF: nothing
     assert f.read(block) == b''
     f.close()
-    c.unlink(tmpname)
+    os.unlink(path)
 
 
 def test_reads_spanning_prefetched_and_missing(smb, tmpname):
