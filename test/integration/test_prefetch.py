@@ -113,7 +113,11 @@ def test_reads_spanning_prefetched_and_missing(smb, tmpname):
 
 def _stream_then_check(reader_share, writer, stack, tmpname, wait):
     """Reader streams the first 4 MiB, a writer changes [8, 9) MiB, then the
-    reader continues through it; returns the bytes it read there."""
+    reader continues through it; returns the bytes it read there.  The
+    reader must have been served from prefetch memory (counters): a
+    reader that prefetched nothing would see the write whatever the
+    module dropped or kept, and prove nothing."""
+    before = counters(stack, reader_share)
     r = Smb(stack, reader_share)
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -125,6 +129,10 @@ def _stream_then_check(reader_share, writer, stack, tmpname, wait):
     got = seq_read(f, MiB, 65536)        # 8..9 MiB
     f.close()
     r.unlink(tmpname)
+    served = prefetch_served(stack, reader_share, before, 4 * MiB)
+    assert served >= 4 * MiB, \
+        'only %d bytes served from prefetch memory: the case needs a ' \
+        'reader that prefetched' % served
     return got
 
 
@@ -171,7 +179,10 @@ def test_writer_fuse_seen_after_max_age(stack, tmpname):
 
 def test_writer_same_process_seen_at_once(stack, tmpname):
     """A write through another handle of the same smbd process drops the
-    overlapping prefetched data before it is sent: seen at once."""
+    overlapping prefetched data before it is sent: seen at once.  The
+    reader must have been served from prefetch memory (counters), or
+    the case proves nothing."""
+    before = counters(stack, 'glusterfs2')
     r = Smb(stack, 'glusterfs2')
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -185,6 +196,10 @@ def test_writer_same_process_seen_at_once(stack, tmpname):
     assert seq_read(f, MiB, 65536) == NEW
     f.close()
     r.unlink(tmpname)
+    served = prefetch_served(stack, 'glusterfs2', before, 4 * MiB)
+    assert served >= 4 * MiB, \
+        'only %d bytes served from prefetch memory: the case needs a ' \
+        'reader that prefetched' % served
 
 
 @pytest.mark.parametrize('via', ['smb', 'fuse'])
