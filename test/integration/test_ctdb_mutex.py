@@ -261,3 +261,33 @@ def test_lost_when_the_brick_dies(stack, helper, holders, brick_volume):
     p = gl('volume', 'start', vol, 'force')
     assert p.returncode == 0, p.stdout
     take_within(holders, args, 60)
+
+
+def test_lost_when_the_brick_hangs(stack, helper, holders, brick_volume):
+    """The brick stopped (SIGSTOP), not gone: the connection stays up and
+    gfapi's calls wait for Gluster's ping timeout (42 s).  The holder's
+    check, unanswered after RECHECK seconds, counts as lost: it exits
+    well before the ping timeout could end the wait."""
+    vol, _ = brick_volume
+    args = [helper, stack['GLUSTER_HOST'], vol, '/ctdb.lock', str(RECHECK)]
+    h = holders(*args)
+    assert h.answer() == '0', h.stderr()
+    time.sleep(RECHECK + 1)
+    assert h.p.poll() is None, h.stderr()
+    pid = brick_pid(vol)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        # the next check starts within RECHECK + 1 s and counts as lost
+        # RECHECK s later; the watchdog looks once a second
+        rc = h.wait_exit(3 * RECHECK + 10)
+        took = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert rc == 1, 'holder still running (rc %r) %.0f s after its brick ' \
+        'stopped answering' % (rc, took)
+    err = h.stderr()
+    assert 'lock lost' in err and 'not answered within' in err, err
+    print('hung brick: lock lost %.1f s after the SIGSTOP' % took)
+    # the brick answering again: the lock can be taken again
+    take_within(holders, args, 60)
