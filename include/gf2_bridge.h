@@ -185,6 +185,9 @@ ssize_t gf2_pwrite_recv(struct tevent_req *req,
 struct tevent_req *gf2_fsync_send(TALLOC_CTX *mem_ctx,
 				  struct tevent_context *ev,
 				  struct gf2_fh *fh);
+/* an fsync of a handle without a descriptor (a directory): done at once */
+struct tevent_req *gf2_fsync_none_send(TALLOC_CTX *mem_ctx,
+				       struct tevent_context *ev);
 int gf2_fsync_recv(struct tevent_req *req,
 		   struct vfs_aio_state *aio_state);
 

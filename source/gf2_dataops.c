@@ -388,6 +388,14 @@ struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 {
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 
+	if (h != NULL && h->is_dir) {
+		/*
+		 * smbd lets a directory opened to add entries be flushed;
+		 * a local share answers with fsync(2) of the directory.
+		 * Entries are made on the bricks before they answer.
+		 */
+		return gf2_fsync_none_send(mem_ctx, ev);
+	}
 	if (h != NULL && h->wc != NULL) {
 		/* what was acknowledged goes first, then the fsync */
 		return gf2_wc_fsync_send(mem_ctx, ev, h->wc);

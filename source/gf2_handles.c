@@ -223,6 +223,8 @@ int gf2_lookup_opened(struct gf2_conn *c, const char *path, bool nofollow,
 int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 	       struct stat *st)
 {
+	/* kept search answers go with the changes Gluster announced */
+	gf2_cache_sync();
 	if (gf2_may_search_to(c->fs, path) != 0) {
 		return -1;
 	}

@@ -130,6 +130,7 @@ struct gf2_offload_write_state {
 	off_t copied;
 	size_t io_size;
 	uint8_t *buf;
+	bool identity_lost;	/* could not go back to dst_fsp's user */
 };
 
 static void gf2_offload_write_cleanup(struct tevent_req *req,
@@ -151,9 +152,17 @@ static void gf2_offload_write_cleanup(struct tevent_req *req,
 		state->dst_fsp = NULL;
 		return;
 	}
-	/* smbd continues as the destination handle's user */
+	/*
+	 * smbd continues as the destination handle's user.  If that user
+	 * cannot be entered again (its session or share is gone), the
+	 * copy fails in _recv: the next request enters its own user.
+	 */
 	ok = change_to_user_and_service_by_fsp(state->dst_fsp);
-	SMB_ASSERT(ok);
+	if (!ok) {
+		DBG_ERR("cannot switch back to the user of %s\n",
+			fsp_str_dbg(state->dst_fsp));
+		state->identity_lost = true;
+	}
 	state->dst_fsp = NULL;
 }
 
@@ -414,6 +423,11 @@ NTSTATUS gf2_offload_write_recv(struct vfs_handle_struct *handle,
 		*copied = 0;
 		tevent_req_received(req);
 		return status;
+	}
+	if (state->identity_lost) {
+		*copied = 0;
+		tevent_req_received(req);
+		return NT_STATUS_INTERNAL_ERROR;
 	}
 	*copied = state->copied;
 	tevent_req_received(req);

@@ -208,10 +208,22 @@ static uint64_t gf2_get_alloc_size(struct vfs_handle_struct *handle,
 				   files_struct *fsp,
 				   const SMB_STRUCT_STAT *sbuf)
 {
+	uint64_t size;
+
 	if (S_ISDIR(sbuf->st_ex_mode)) {
 		return 0;
 	}
-	return sbuf->st_ex_blocks * 512;
+	/*
+	 * What the bricks hold, but at least what the client asked to
+	 * allocate (an AllocationSize create context, or
+	 * FileAllocationInformation, which smbd keeps on the handle), in
+	 * the share's allocation units: as a local share answers.
+	 */
+	size = (uint64_t)sbuf->st_ex_blocks * 512;
+	if (fsp != NULL) {
+		size = MAX(size, fsp->initial_allocation_size);
+	}
+	return smb_roundup(handle->conn, size);
 }
 
 static ssize_t gf2_sendfile(struct vfs_handle_struct *handle, int tofd,

@@ -21,7 +21,12 @@
  *     checks that PATH still names the file it locked and takes the same
  *     lock again; a removed or replaced file, a lock now held by somebody
  *     else (a brick's locks-revocation) or a volume that no longer answers
- *     ends it, with the reason on stderr.
+ *     ends it, with the reason on stderr.  A check still unanswered
+ *     after RECHECK_SECS counts as lost too: gfapi calls block until
+ *     Gluster's ping timeout (42 s by default) during a partition or on a
+ *     hung brick, while the bricks may already give the lock to another
+ *     node's helper.  A watchdog thread ends the helper then, and
+ *     likewise when the release after SIGTERM is not answered in time.
  *
  * Copyright (C) glusterfs2 authors
  * GNU GPL version 3 or later.
@@ -30,7 +35,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +59,52 @@ static volatile sig_atomic_t stop_signal;
 static void on_stop_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/*
+ * The watchdog.  The main thread sets call_since (a CLOCK_MONOTONIC
+ * second, 0 outside) around every Gluster call it makes while holding
+ * the lock, and call_what to what it is doing; the watchdog ends the
+ * process when a call has run for longer than call_bound seconds.
+ */
+static _Atomic long call_since;
+static const char *_Atomic call_what;
+static long call_bound;
+
+static long mono_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec;
+}
+
+static void call_begin(const char *what)
+{
+	atomic_store(&call_what, what);
+	atomic_store(&call_since, mono_secs());
+}
+
+static void call_end(void)
+{
+	atomic_store(&call_since, 0);
+}
+
+static void *watchdog(void *arg)
+{
+	for (;;) {
+		long since = atomic_load(&call_since);
+		const char *what = atomic_load(&call_what);
+
+		if (since != 0 && mono_secs() - since > call_bound) {
+			fprintf(stderr, "%s: %s - not answered within %ld s\n",
+				progname, what != NULL ? what : "call",
+				call_bound);
+			_exit(1);
+		}
+		sleep(1);
+	}
+	return NULL;
 }
 
 static void usage(void)
@@ -222,6 +275,7 @@ int main(int argc, char *argv[])
 	glfs_t *fs = NULL;
 	glfs_fd_t *fd = NULL;
 	time_t next_check;
+	pthread_t dog;
 	pid_t ppid;
 	int ret;
 
@@ -330,6 +384,15 @@ int main(int argc, char *argv[])
 	}
 	answer('0');
 
+	call_bound = recheck != 0 ? (long)recheck :
+		GF2_MUTEX_DEFAULT_RECHECK;
+	ret = pthread_create(&dog, NULL, watchdog, NULL);
+	if (ret != 0) {
+		fprintf(stderr, "%s: cannot start the watchdog: %s\n",
+			progname, strerror(ret));
+		_exit(1);
+	}
+
 	next_check = time(NULL) + (time_t)recheck;
 	while (stop_signal == 0) {
 		sleep(1);
@@ -344,7 +407,9 @@ int main(int argc, char *argv[])
 		if (recheck == 0 || time(NULL) < next_check) {
 			continue;
 		}
+		call_begin("lock lost - lock check");
 		lost = lock_check(fs, fd, path, why, sizeof(why));
+		call_end();
 		if (lost != NULL) {
 			fprintf(stderr, "%s: lock lost - %s\n", progname, lost);
 			break;
@@ -359,8 +424,14 @@ int main(int argc, char *argv[])
 		 */
 		_exit(1);
 	}
-	/* the unlock is synchronous; the exit closes the connection */
+	/*
+	 * The unlock is synchronous; the exit closes the connection, which
+	 * releases the lock on the bricks too if the unlock does not come
+	 * back in time.
+	 */
+	call_begin("release");
 	unlock_byte0(fd);
 	glfs_close(fd);
+	call_end();
 	_exit(0);
 }

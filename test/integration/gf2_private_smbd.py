@@ -73,6 +73,8 @@ PORT_SLOTS = {
     'prometheus-exporter': 23,  # test_prometheus.py, node_exporter
     'hooks': 24,                # test_volume_hooks.py
     'shareroot': 25,            # test_share_root.py
+    'copychunkident': 26,       # test_copychunk_identity.py
+    'searchperm': 27,           # test_search_permission.py
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'

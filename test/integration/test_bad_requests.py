@@ -390,6 +390,104 @@ def test_read_without_read_access(env):
             expected=('STATUS_ACCESS_DENIED', 0))
 
 
+
+@pytest.mark.parametrize('label,access', [
+    ('add-file', s3.FILE_LIST_DIRECTORY | s3.FILE_ADD_FILE |
+     s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE),
+    ('add-subdirectory', s3.FILE_LIST_DIRECTORY |
+     s3.FILE_ADD_SUBDIRECTORY | s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE),
+    ('list-only', s3.FILE_LIST_DIRECTORY | s3.FILE_READ_ATTRIBUTES |
+     s3.SYNCHRONIZE),
+], ids=['add-file', 'add-subdirectory', 'list-only'])
+def test_flush_directory(env, label, access):
+    """FLUSH of a directory handle: a directory opened to add entries
+    may be flushed (local answers OK), one opened to list only may not
+    (ACCESS_DENIED)."""
+    out = {}
+    for share, cl in env['clients'].items():
+        st, fid = cl.create(env['top'], directory=True,
+                            disposition=s3.FILE_OPEN)
+        assert st == 0, '%s: open directory: %s' % (share, status_name(st))
+        cl.close(fid)
+        cl.conn.quiet()
+        try:
+            fid = cl.conn.c.create(
+                cl.conn.tid, env['top'], access,
+                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                s3.FILE_SHARE_DELETE, s3.FILE_DIRECTORY_FILE, s3.FILE_OPEN,
+                s3.FILE_ATTRIBUTE_DIRECTORY)
+        except smb3.SessionError as e:
+            raise AssertionError('%s: open directory: %s' % (
+                share, status_name(e.get_error_code())))
+        try:
+            st, _ = cl.request(smb2q.RawPacket(
+                s3.SMB2_FLUSH, cl.conn.tid,
+                struct.pack('<HHI16s', 24, 0, 0, fid)))
+            out[share] = status_name(st)
+        finally:
+            cl.close(fid)
+    compare(env, 'flush of a directory (%s)' % label, out,
+            expected='STATUS_ACCESS_DENIED' if label == 'list-only' else
+            'STATUS_SUCCESS')
+
+
+class _RawContext:
+    def __init__(self, data):
+        self.data = data
+
+    def getData(self):
+        return self.data
+
+
+def alloc_context(size):
+    """An SMB2_CREATE_ALLOCATION_SIZE ("AlSi") create context."""
+    return _RawContext(struct.pack('<IHHHHI', 0, 16, 4, 0, 24, 8) +
+                       b'AlSi' + b'\0' * 4 + struct.pack('<Q', size))
+
+
+def standard_info(cl, fid):
+    """(AllocationSize, EndOfFile) of FileStandardInformation."""
+    cl.conn.quiet()
+    blob = cl.conn.c.queryInfo(cl.conn.tid, fid, inputBlob=b'',
+                               infoType=s3.SMB2_0_INFO_FILE,
+                               fileInfoClass=5)
+    return struct.unpack_from('<QQ', blob, 0)
+
+
+def test_allocation_size_steps(env):
+    """What a copy engine does: create with an AllocationSize create
+    context of 1 MiB, set FileAllocationInformation to 1 MiB, write
+    3000 bytes; AllocationSize and EndOfFile after each step match
+    local's."""
+    mib = 1024 * 1024
+    out = {}
+    for share, cl in env['clients'].items():
+        name = '%s/alloc-%s' % (env['top'], uuid.uuid4().hex[:8])
+        cl.conn.quiet()
+        fid = cl.conn.c.create(
+            cl.conn.tid, name.replace('/', '\\'),
+            s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
+            s3.FILE_READ_ATTRIBUTES | s3.FILE_WRITE_ATTRIBUTES |
+            s3.SYNCHRONIZE | s3.DELETE,
+            s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+            s3.FILE_NON_DIRECTORY_FILE, s3.FILE_CREATE,
+            s3.FILE_ATTRIBUTE_NORMAL, createContexts=[alloc_context(mib)])
+        try:
+            steps = [('create', standard_info(cl, fid))]
+            cl.conn.c.setInfo(cl.conn.tid, fid, struct.pack('<Q', mib),
+                              infoType=s3.SMB2_0_INFO_FILE,
+                              fileInfoClass=19)
+            steps.append(('set allocation', standard_info(cl, fid)))
+            st, n = cl.write(fid, 0, b'a' * 3000)
+            assert (st, n) == (0, 3000), (share, status_name(st), n)
+            steps.append(('write 3000', standard_info(cl, fid)))
+        finally:
+            cl.close(fid)
+        out[share] = tuple(steps)
+    compare(env, 'allocation size: create context, set, write', out,
+            expected=(('create', (mib, 0)), ('set allocation', (mib, 0)),
+                      ('write 3000', (mib, 3000))))
+
 # -- names ----------------------------------------------------------------
 
 NAMES = [

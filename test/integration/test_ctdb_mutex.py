@@ -261,3 +261,113 @@ def test_lost_when_the_brick_dies(stack, helper, holders, brick_volume):
     p = gl('volume', 'start', vol, 'force')
     assert p.returncode == 0, p.stdout
     take_within(holders, args, 60)
+
+
+def test_lost_when_the_brick_hangs(stack, helper, holders, brick_volume):
+    """The brick stopped (SIGSTOP), not gone: the connection stays up and
+    gfapi's calls wait for Gluster's ping timeout (42 s).  The holder's
+    check, unanswered after RECHECK seconds, counts as lost: it exits
+    well before the ping timeout could end the wait."""
+    vol, _ = brick_volume
+    args = [helper, stack['GLUSTER_HOST'], vol, '/ctdb.lock', str(RECHECK)]
+    h = holders(*args)
+    assert h.answer() == '0', h.stderr()
+    time.sleep(RECHECK + 1)
+    assert h.p.poll() is None, h.stderr()
+    pid = brick_pid(vol)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        # the next check starts within RECHECK + 1 s and counts as lost
+        # RECHECK s later; the watchdog looks once a second
+        rc = h.wait_exit(3 * RECHECK + 10)
+        took = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert rc == 1, 'holder still running (rc %r) %.0f s after its brick ' \
+        'stopped answering' % (rc, took)
+    err = h.stderr()
+    assert 'lock lost' in err and 'not answered within' in err, err
+    print('hung brick: lock lost %.1f s after the SIGSTOP' % took)
+    # the brick answering again: the lock can be taken again
+    take_within(holders, args, 60)
+
+
+@pytest.fixture
+def rep3_volume(stack):
+    """A replica 3 volume of this test's own, its three bricks here."""
+    vol = stack['GLUSTER_VOLUME'] + 'mutex3'
+    host = stack['GLUSTER_HOST']
+    bricks = [os.path.join(stack['STACK_DIR'], 'bricks', vol, 'b%d' % i)
+              for i in range(3)]
+    if gl('volume', 'info', vol).returncode == 0:
+        gl('volume', 'stop', vol, 'force')
+        gl('volume', 'delete', vol)
+    for b in bricks:
+        shutil.rmtree(b, ignore_errors=True)
+        os.makedirs(b)
+    p = gl('volume', 'create', vol, 'replica', '3',
+           *['%s:%s' % (host, b) for b in bricks], 'force')
+    assert p.returncode == 0, p.stdout
+    p = gl('volume', 'start', vol)
+    assert p.returncode == 0, p.stdout
+    yield vol
+    gl('volume', 'stop', vol, 'force')
+    gl('volume', 'delete', vol)
+    for b in bricks:
+        shutil.rmtree(b, ignore_errors=True)
+
+
+def brick_pids(vol):
+    p = gl('volume', 'status', vol, '--xml')
+    import re
+    pids = [int(x) for x in re.findall(r'<pid>(\d+)</pid>', p.stdout)]
+    return [x for x in pids if x > 0]
+
+
+def test_replica3_hung_brick_old_holder_lost_before_new_one_takes(
+        stack, helper, holders, rep3_volume):
+    """Replica 3, one brick stopped (SIGSTOP) under the holder: the old
+    holder must say "lock lost" (within its recheck bound), and before a
+    second node's helper, asking for the lock from the moment of the
+    stop, is given it.  Both times are printed."""
+    vol = rep3_volume
+    args = [helper, stack['GLUSTER_HOST'], vol, '/ctdb.lock', str(RECHECK)]
+    old = holders(*args)
+    assert old.answer() == '0', old.stderr()
+    time.sleep(RECHECK + 1)
+    assert old.p.poll() is None, old.stderr()
+    pid = brick_pids(vol)[0]
+    os.kill(pid, signal.SIGSTOP)
+    t_taken = None
+    try:
+        t0 = time.monotonic()
+        t_lost = None
+        new = None
+        while time.monotonic() - t0 < 120:
+            if t_lost is None and old.p.poll() is not None:
+                t_lost = time.monotonic() - t0
+            if new is None or new.p.poll() is not None:
+                new = holders(*args)
+            a = new.answer(timeout=0.5)
+            if a == '0':
+                t_taken = time.monotonic() - t0
+                break
+        rc = old.p.poll()
+        if t_lost is None and rc is not None:
+            t_lost = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    err = old.stderr() if old.p.poll() is not None else ''
+    print('replica 3, hung brick: old holder %s, new holder took the lock '
+          '%s' % ('exited %.1f s after the stop (%s)' % (t_lost, err.strip())
+                  if rc is not None else 'still running',
+                  '%.1f s after the stop' % t_taken if t_taken else
+                  'not within 120 s'))
+    assert rc == 1 and 'lock lost' in err, \
+        'the old holder still believed it held the lock %s after the ' \
+        'stop (new holder: %s) %r' % (
+            '%.0f s' % (time.monotonic() - t0),
+            'took it after %.1f s' % t_taken if t_taken else 'none', err)
+    if t_taken is not None:
+        assert t_lost <= t_taken, (t_lost, t_taken)

@@ -71,10 +71,18 @@ def seq_read(f, size, block):
 
 
 @pytest.mark.parametrize('block', [4096, 65536, 100000, MiB, 3 * MiB + 5])
-def test_sequential_reads_checksum(smb, tmpname, block):
+def test_sequential_reads_checksum(smb, stack, tmpname, block):
+    """Written by another Gluster client (the FUSE mount), read in
+    sequence through glusterfs2: the bytes are the file's, not what the
+    serving process remembers of its own writes."""
     c = smb('glusterfs2')
     data = os.urandom(40 * MiB + 12345)
-    c.write(tmpname, data)
+    path = os.path.join(stack['FUSE_MOUNT'], tmpname)
+    with open(path, 'wb') as fh:
+        fh.write(data)
+    os.chmod(path, 0o666)
+    with open(path, 'rb') as fh:
+        assert sha256(fh.read()) == sha256(data)
     f = c.ctx.open(c.url(tmpname), os.O_RDONLY)
     got = seq_read(f, len(data) + 3 * MiB, block)
     assert len(got) == len(data)
@@ -82,7 +90,7 @@ def test_sequential_reads_checksum(smb, tmpname, block):
     # past EOF: nothing
     assert f.read(block) == b''
     f.close()
-    c.unlink(tmpname)
+    os.unlink(path)
 
 
 def test_reads_spanning_prefetched_and_missing(smb, tmpname):
@@ -103,9 +111,15 @@ def test_reads_spanning_prefetched_and_missing(smb, tmpname):
     c.unlink(tmpname)
 
 
-def _stream_then_check(reader_share, writer, stack, tmpname, wait):
+def _stream_then_check(reader_share, writer, stack, tmpname, wait,
+                       need_prefetch=True):
     """Reader streams the first 4 MiB, a writer changes [8, 9) MiB, then the
-    reader continues through it; returns the bytes it read there."""
+    reader continues through it; returns the bytes it read there.  The
+    reader must have been served from prefetch memory (counters): a
+    reader that prefetched nothing would see the write whatever the
+    module dropped or kept, and prove nothing (need_prefetch=False: a
+    share that by design serves none)."""
+    before = counters(stack, reader_share)
     r = Smb(stack, reader_share)
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -117,6 +131,12 @@ def _stream_then_check(reader_share, writer, stack, tmpname, wait):
     got = seq_read(f, MiB, 65536)        # 8..9 MiB
     f.close()
     r.unlink(tmpname)
+    if not need_prefetch:
+        return got
+    served = prefetch_served(stack, reader_share, before, 4 * MiB)
+    assert served >= 4 * MiB, \
+        'only %d bytes served from prefetch memory: the case needs a ' \
+        'reader that prefetched' % served
     return got
 
 
@@ -163,7 +183,10 @@ def test_writer_fuse_seen_after_max_age(stack, tmpname):
 
 def test_writer_same_process_seen_at_once(stack, tmpname):
     """A write through another handle of the same smbd process drops the
-    overlapping prefetched data before it is sent: seen at once."""
+    overlapping prefetched data before it is sent: seen at once.  The
+    reader must have been served from prefetch memory (counters), or
+    the case proves nothing."""
+    before = counters(stack, 'glusterfs2')
     r = Smb(stack, 'glusterfs2')
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -177,6 +200,10 @@ def test_writer_same_process_seen_at_once(stack, tmpname):
     assert seq_read(f, MiB, 65536) == NEW
     f.close()
     r.unlink(tmpname)
+    served = prefetch_served(stack, 'glusterfs2', before, 4 * MiB)
+    assert served >= 4 * MiB, \
+        'only %d bytes served from prefetch memory: the case needs a ' \
+        'reader that prefetched' % served
 
 
 @pytest.mark.parametrize('via', ['smb', 'fuse'])
@@ -258,11 +285,11 @@ def test_strict_mode_never_stale(stack, tmpname):
     write elsewhere is seen at once."""
     got = _stream_then_check('glusterfs2-strict',
                              _smb_writer(stack, 'glusterfs2', tmpname),
-                             stack, tmpname, 0)
+                             stack, tmpname, 0, need_prefetch=False)
     assert got == NEW
     got = _stream_then_check('glusterfs2-strict',
                              _fuse_writer(stack, tmpname),
-                             stack, tmpname, 0)
+                             stack, tmpname, 0, need_prefetch=False)
     assert got == NEW
 
 

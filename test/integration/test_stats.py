@@ -158,12 +158,27 @@ def test_counters_add_up(stack, tmp_path, tmpname):
     smbclient(stack, 'del %s' % tmpname)
 
 
-def test_tool_text_output_and_bad_arguments(stack):
-    p = subprocess.run([TOOL, '-s', stack['SMB_CONF']],
+def test_tool_text_output_and_bad_arguments(stack, tmp_path, tmpname):
+    """After a write and a read through SHARE, the text output has the
+    share's block with the figures the JSON output gives."""
+    src = tmp_path / 'src'
+    src.write_bytes(os.urandom(200000))
+    before = stats(stack)
+    smbclient(stack, 'put %s %s; get %s %s; del %s' % (
+        src, tmpname, tmpname, tmp_path / 'back', tmpname))
+    assert (tmp_path / 'back').read_bytes() == src.read_bytes()
+    now = settle(stack, before, 'reads', 1)
+    assert delta(before, now, 'writes') >= 1, (before, now)
+    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', SHARE],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
     assert p.returncode == 0, p.stderr
-    assert 'hit rate' in p.stdout or 'no glusterfs2 counters' in p.stdout
+    assert 'no glusterfs2 counters' not in p.stdout, p.stdout
+    assert p.stdout.startswith('[%s]' % SHARE), p.stdout
+    assert 'reads %d, ' % now['reads'] in p.stdout, (now, p.stdout)
+    assert 'writes %d, ' % now['writes'] in p.stdout, (now, p.stdout)
+    assert 'fsyncs %d' % now['fsyncs'] in p.stdout, (now, p.stdout)
+    assert 'hit rate ' in p.stdout, p.stdout
     p = subprocess.run([TOOL, '--bogus'], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True)
     assert p.returncode == 2

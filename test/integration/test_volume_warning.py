@@ -1,11 +1,49 @@
 """At connect, glusterfs2 warns when the volume lacks Gluster's "samba"
 option group (md-cache cache-invalidation, nl-cache), naming the command
-that fixes it; and says nothing when the group is applied."""
+that fixes it; and says nothing when the group is applied.
+
+Both branches run whatever the stack's volume carries: once with the
+group's options that the module looks at reset, once with them set
+(GROUP_OPTIONS, reset afterwards); each connect is a new smbd process
+with its own volume instance, which reads the volfile Gluster hands out
+at that moment."""
 
 import glob
 import os
 import subprocess
 import time
+
+import pytest
+
+# What of the "samba" group the module reads from the client volfile:
+# md-cache's cache-invalidation (with the server's announcements it
+# relies on) and the nl-cache translator.
+GROUP_OPTIONS = [('features.cache-invalidation', 'on'),
+                 ('performance.cache-invalidation', 'on'),
+                 ('performance.nl-cache', 'on')]
+
+
+def gluster(*args):
+    p = subprocess.run(['gluster', '--mode=script'] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=120)
+    assert p.returncode == 0, (args, p.stdout)
+
+
+@pytest.fixture(params=['without-group', 'with-group'])
+def group(stack, request):
+    vol = stack['GLUSTER_VOLUME']
+    want = request.param == 'with-group'
+    for k, v in GROUP_OPTIONS:
+        if want:
+            gluster('volume', 'set', vol, k, v)
+        else:
+            gluster('volume', 'reset', vol, k)
+    try:
+        yield want
+    finally:
+        for k, _ in GROUP_OPTIONS:
+            gluster('volume', 'reset', vol, k)
 
 
 def volume_option(stack, name):
@@ -33,10 +71,11 @@ def new_text(stack, before):
     return '\n'.join(out)
 
 
-def test_connect_warns_without_samba_group(stack):
+def test_connect_warns_without_samba_group(stack, group):
     has_group = (volume_option(stack, 'performance.nl-cache') == 'on' and
                  volume_option(stack, 'performance.cache-invalidation')
                  == 'on')
+    assert has_group == group
     before = logs(stack)
     p = subprocess.run(
         ['smbclient', '//%s/glusterfs2' % stack['SMB_HOST'],
