@@ -88,6 +88,14 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 int gf2_wc_settle_recv(struct tevent_req *req);
 
 /*
+ * An error a queued write of the file (volume, inode) met on the bricks
+ * that the handle which wrote it has not reported yet, or 0.  Left
+ * latched: that handle still reports it at its next write, FLUSH or
+ * close.
+ */
+int gf2_wc_file_error(const char *volname, uint64_t ino);
+
+/*
  * Another handle is being opened on the file: drain this process's
  * queues of it, and ask other processes to drain theirs.  Returns 0, or
  * EAGAIN while another process still holds acknowledged bytes of it

@@ -381,27 +381,147 @@ ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
 	return gf2_pwrite_recv(req, aio_state);
 }
 
+/*
+ * FLUSH, and the fsync after a WRITE_THROUGH write, answer for the file,
+ * not for the handle: Windows opens a file more than once under one lease
+ * key and may write through one handle and flush another.  First every
+ * write this process acknowledged of the file, through any handle, lands
+ * (gf2_wc_settle_send, without blocking the main loop); then this
+ * handle's own queue is drained and Gluster's fsync sent.  An error that
+ * another handle's queued write met is reported too (that handle keeps
+ * it for its own next write, FLUSH or close).  smbd keeps fsp until the
+ * request is done.
+ */
+struct gf2_file_fsync_state {
+	struct vfs_handle_struct *handle;
+	struct tevent_context *ev;
+	struct files_struct *fsp;
+	bool cached;		/* the fsync went through the handle's cache */
+	struct vfs_aio_state aio_state;
+};
+
+static void gf2_file_fsync_settled(struct tevent_req *subreq);
+static void gf2_file_fsync_done(struct tevent_req *subreq);
+
+static bool gf2_file_fsync_start(struct tevent_req *req)
+{
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	struct gf2_handle *h = gf2_handle_of(state->handle, state->fsp);
+	struct tevent_req *subreq = NULL;
+
+	state->cached = h != NULL && h->wc != NULL;
+	if (state->cached) {
+		/* what this handle acknowledged goes first, then the fsync */
+		subreq = gf2_wc_fsync_send(state, state->ev, h->wc);
+	} else {
+		subreq = gf2_fsync_send(state, state->ev,
+					h != NULL ? h->fh : NULL);
+	}
+	if (tevent_req_nomem(subreq, req)) {
+		return false;
+	}
+	tevent_req_set_callback(subreq, gf2_file_fsync_done, req);
+	return true;
+}
+
 struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 				     TALLOC_CTX *mem_ctx,
 				     struct tevent_context *ev,
 				     struct files_struct *fsp)
 {
-	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct tevent_req *req = NULL;
+	struct tevent_req *subreq = NULL;
+	struct gf2_file_fsync_state *state = NULL;
 
-	if (h != NULL && h->wc != NULL) {
-		/* what was acknowledged goes first, then the fsync */
-		return gf2_wc_fsync_send(mem_ctx, ev, h->wc);
+	req = tevent_req_create(mem_ctx, &state, struct gf2_file_fsync_state);
+	if (req == NULL) {
+		return NULL;
 	}
-	return gf2_fsync_send(mem_ctx, ev, h != NULL ? h->fh : NULL);
+	*state = (struct gf2_file_fsync_state) {
+		.handle = handle, .ev = ev, .fsp = fsp,
+	};
+	if (c == NULL || fsp->fsp_name == NULL ||
+	    !gf2_wc_file_busy(c->vol->volname,
+			      fsp->fsp_name->st.st_ex_ino)) {
+		if (!gf2_file_fsync_start(req)) {
+			return tevent_req_post(req, ev);
+		}
+		return req;
+	}
+	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
+				    fsp->fsp_name->st.st_ex_ino);
+	if (tevent_req_nomem(subreq, req)) {
+		return tevent_req_post(req, ev);
+	}
+	tevent_req_set_callback(subreq, gf2_file_fsync_settled, req);
+	return req;
+}
+
+static void gf2_file_fsync_settled(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	int err = gf2_wc_settle_recv(subreq);
+
+	TALLOC_FREE(subreq);
+	if (tevent_req_error(req, err)) {
+		return;
+	}
+	(void)gf2_file_fsync_start(req);
+}
+
+static void gf2_file_fsync_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	struct gf2_conn *c = gf2_conn_of(state->handle);
+	int ret;
+	int err;
+
+	if (state->cached) {
+		ret = gf2_wc_fsync_recv(subreq, &state->aio_state);
+	} else {
+		ret = gf2_fsync_recv(subreq, &state->aio_state);
+	}
+	TALLOC_FREE(subreq);
+	if (ret != 0) {
+		tevent_req_error(req, state->aio_state.error);
+		return;
+	}
+	if (c != NULL && state->fsp->fsp_name != NULL) {
+		err = gf2_wc_file_error(c->vol->volname,
+					state->fsp->fsp_name->st.st_ex_ino);
+		if (err != 0) {
+			DBG_NOTICE("%s: a write acknowledged through another "
+				   "handle failed: %s\n",
+				   fsp_str_dbg(state->fsp), strerror(err));
+			state->aio_state.error = err;
+			tevent_req_error(req, err);
+			return;
+		}
+	}
+	tevent_req_done(req);
 }
 
 int gf2_fsync_recv_fn(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state)
 {
-	if (gf2_wc_is_req(req)) {
-		return gf2_wc_fsync_recv(req, aio_state);
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		aio_state->error = err;
+		tevent_req_received(req);
+		return -1;
 	}
-	return gf2_fsync_recv(req, aio_state);
+	*aio_state = state->aio_state;
+	tevent_req_received(req);
+	return 0;
 }
 
 off_t gf2_lseek(struct vfs_handle_struct *handle, files_struct *fsp,

@@ -770,6 +770,25 @@ bool gf2_wc_file_busy(const char *volname, uint64_t ino)
 	return busy;
 }
 
+int gf2_wc_file_error(const char *volname, uint64_t ino)
+{
+	struct gf2_wc *wc = NULL;
+	char *key = NULL;
+	int err = 0;
+
+	key = gf2_wc_key(talloc_tos(), volname, ino);
+	if (key == NULL) {
+		return 0;
+	}
+	for (wc = gf2_wcs; wc != NULL && err == 0; wc = wc->next) {
+		if (strcmp(wc->key, key) == 0) {
+			err = wc->q.err;
+		}
+	}
+	TALLOC_FREE(key);
+	return err;
+}
+
 /*
  * A read waits, without blocking the main loop, for every cache of the
  * file in this process to land what it acknowledged: a settle waiter on

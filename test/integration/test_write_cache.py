@@ -17,6 +17,7 @@ test_second_opener_sees_every_acknowledged_byte opens the file in another
 process than the one holding the queued writes.
 """
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -248,6 +249,62 @@ def test_write_through_drains(stack, slow_bricks):
     conn.close(fid)
     conn.drop()
     assert ok, what
+
+
+@pytest.fixture
+def mandatory_locks(stack):
+    """Every fcntl lock on the volume is mandatory ('forced'): a brick
+    refuses a WRITE into a range another client has locked (EAGAIN: smbd
+    opens its files O_NONBLOCK).  An acknowledged write into such a range
+    fails where it lands, whatever the timing."""
+    vol = stack['GLUSTER_VOLUME']
+    gl('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
+    yield vol
+    gl('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
+
+
+STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
+
+
+@pytest.mark.parametrize('how', ['flush', 'write_through'])
+def test_flush_of_one_handle_answers_for_every_handle(stack,
+                                                      mandatory_locks, how):
+    """Two handles of one file under one lease key (as Windows opens a
+    file more than once): a write acknowledged through the first, then a
+    FLUSH (or a WRITE_THROUGH write elsewhere in the file) through the
+    second.  The answer waits for the first handle's acknowledged byte to
+    land, so it can tell whether it is on the bricks: here it is not (a
+    lock held through the FUSE mount makes the brick refuse it), and the
+    FLUSH or WRITE_THROUGH says so instead of succeeding.  The first
+    handle reports the error too, at its FLUSH."""
+    name = 'wc-2h-%s.bin' % how
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('2h-' + how)
+    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
+        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
+        assert conn.write(h1, 0, pat.get(0, 64 * KiB)) == 0
+        if how == 'flush':
+            status = conn.flush(h2)
+        else:
+            status = conn.write(h2, 1 * MiB, pat.get(1 * MiB, 64 * KiB),
+                                WRITE_THROUGH)
+        first = conn.flush(h1)
+        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert first == STATUS_NETWORK_BUSY, (
+        'the lock did not make the brick refuse the write: FLUSH of the '
+        'first handle: %s' % smb2q.status_str(first))
+    assert status == STATUS_NETWORK_BUSY, (
+        '%s through the second handle: %s, although the first handle\'s '
+        'acknowledged write never reached the brick' % (
+            how, smb2q.status_str(status)))
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,
