@@ -252,6 +252,27 @@ static void gf2_wc_thread_fn(struct gf2_io *io)
 	pthread_mutex_unlock(&gf2_wc_mu);
 }
 
+static void gf2_wc_kick_im(struct tevent_context *ev,
+			   struct tevent_immediate *im, void *private_data);
+
+/*
+ * Bytes of wc landed: the writes of the file's other handles that wait
+ * for them (gf2_wc_behind_other) may go on.  Not inline: this runs inside
+ * drains and sends.
+ */
+static void gf2_wc_wake_others(struct gf2_wc *wc)
+{
+	struct gf2_wc *o = NULL;
+
+	for (o = gf2_wcs; o != NULL; o = o->next) {
+		if (o != wc && o->waiters != NULL &&
+		    strcmp(o->key, wc->key) == 0) {
+			tevent_schedule_immediate(o->im, o->ev, gf2_wc_kick_im,
+						  o);
+		}
+	}
+}
+
 static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 {
 	const struct gf2_wq_ext *x = &wc->q.fly[slot];
@@ -281,6 +302,7 @@ static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 		gf2_stats_changed(wc->st);
 	}
 	gf2_wc_track(wc);
+	gf2_wc_wake_others(wc);
 }
 
 static void gf2_wc_land(struct gf2_wc *wc, struct gf2_wc_call *call,
@@ -549,6 +571,32 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 	return true;
 }
 
+/*
+ * Another handle of the file in this process holds acknowledged bytes
+ * that [off, off + len) overlaps: they reach Gluster first, and the write
+ * is acknowledged only after them (the order of acknowledgement is the
+ * order on the bricks, whatever the handle).  Sends that handle's gather
+ * if it may go.  true: the write waits; gf2_wc_wake_others kicks again.
+ */
+static bool gf2_wc_behind_other(struct gf2_wc *wc, uint64_t off,
+				uint64_t len)
+{
+	struct gf2_wc *o = NULL;
+	bool wait = false;
+
+	for (o = gf2_wcs; o != NULL; o = o->next) {
+		if (o == wc || strcmp(o->key, wc->key) != 0 ||
+		    !gf2_wq_holds(&o->q, off, len)) {
+			continue;
+		}
+		wait = true;
+		if (gf2_wq_can_send(&o->q)) {
+			gf2_wc_send(o);
+		}
+	}
+	return wait;
+}
+
 /* Serve the waiters in order, as far as the queue allows. */
 static void gf2_wc_kick(struct gf2_wc *wc)
 {
@@ -565,6 +613,9 @@ static void gf2_wc_kick(struct gf2_wc *wc)
 			if (gf2_wc_drain_asked(wc)) {
 				w->may_cache = false;
 				continue;
+			}
+			if (gf2_wc_behind_other(wc, w->offset, w->n)) {
+				break;
 			}
 			if (!gf2_wc_queue(w)) {
 				break;
@@ -591,6 +642,9 @@ static void gf2_wc_kick(struct gf2_wc *wc)
 		if (w->kind == GF2_WC_W_DRAIN) {
 			gf2_wc_fsync(w);
 			continue;
+		}
+		if (gf2_wc_behind_other(wc, w->offset, w->n)) {
+			break;
 		}
 		gf2_wc_direct(w);
 	}

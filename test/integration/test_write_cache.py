@@ -19,6 +19,7 @@ process than the one holding the queued writes.
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -264,6 +265,7 @@ def mandatory_locks(stack):
 
 
 STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
+HOLD_S = 2
 
 
 @pytest.mark.parametrize('how', ['flush', 'write_through'])
@@ -305,6 +307,64 @@ def test_flush_of_one_handle_answers_for_every_handle(stack,
         '%s through the second handle: %s, although the first handle\'s '
         'acknowledged write never reached the brick' % (
             how, smb2q.status_str(status)))
+
+
+def test_overlapping_writes_of_two_handles_land_in_order(stack):
+    """Two handles of one file under one lease key: the first has bytes
+    acknowledged and still queued (the bricks stopped by SIGSTOP while it
+    writes), then the second writes new data over the last of them.  Once
+    both are closed, the file holds the second write: acknowledged writes
+    to the same bytes reach Gluster in the order they were acknowledged,
+    whatever the handle.  The bricks go on after HOLD_S seconds (from
+    another thread: the second write may wait for them)."""
+    name = 'wc-order.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    old = smb2q.Pattern('order-old')
+    new = smb2q.Pattern('order-new')
+    # one write in flight and a gather queued behind it, all
+    # acknowledged while the bricks are stopped
+    size = 64 * KiB + 512 * KiB
+    at = size - 64 * KiB
+    # each handle's first write asks the bricks about POSIX locks; the
+    # answer is trusted for a while: ask before the bricks stop
+    assert conn.write(h1, 0, old.get(0, 64 * KiB)) == 0
+    assert conn.write(h2, at, old.get(at, 64 * KiB)) == 0
+    assert conn.flush(h2) == 0
+    pids = list(brick_pids(stack).values())
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(
+        HOLD_S, lambda: [os.kill(pid, signal.SIGCONT) for pid in pids])
+    timer.start()
+    try:
+        conn.pipeline(h1, 'write', size, 64 * KiB, 1, old)
+        held = timer.is_alive()
+        status = conn.write(h2, at, new.get(at, 64 * KiB))
+    finally:
+        timer.join()
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert held, 'the bricks went on before the first handle\'s writes ' \
+        'were acknowledged'
+    assert status == 0, smb2q.status_str(status)
+    with open(brick_file(stack, name), 'rb') as f:
+        f.seek(at)
+        got = f.read(64 * KiB)
+        f.seek(0)
+        head = f.read(at)
+    assert head == old.get(0, at), 'the first handle\'s bytes differ'
+    assert got == new.get(at, 64 * KiB), (
+        'the bytes the second handle wrote last were overwritten by the '
+        'first handle\'s earlier write')
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,
