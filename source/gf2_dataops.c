@@ -52,15 +52,22 @@ static bool gf2_write_caching(const struct files_struct *fsp)
 	return false;
 }
 
-void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
-		     const struct files_struct *fsp)
+int gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
+	int err;
 
-	if (c != NULL && fsp != NULL && fsp->fsp_name != NULL) {
-		gf2_wc_drain_file_sync(c->vol->volname,
-				       fsp->fsp_name->st.st_ex_ino);
+	if (c == NULL || fsp == NULL || fsp->fsp_name == NULL) {
+		return 0;
 	}
+	err = gf2_wc_drain_file_sync(c->vol->volname,
+				     fsp->fsp_name->st.st_ex_ino);
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -118,8 +125,7 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
 	ssize_t ret;
 
-	gf2_wc_sync_fsp(handle, fsp);
-	if (fd == NULL) {
+	if (fd == NULL || gf2_wc_sync_fsp(handle, fsp) != 0) {
 		return -1;
 	}
 	GF2_START_PROFILE_BYTES(handle, syscall_pread, n);
@@ -160,7 +166,9 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 		return -1;
 	}
 	/* queued bytes first: an append goes after them */
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	offset = gf2_write_offset(fsp, fd, offset);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
 			      offset, n);
@@ -341,8 +349,11 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	bool cache = false;
 
 	if (append) {
-		/* queued bytes first: an append goes after them */
-		gf2_wc_sync_fsp(handle, fsp);
+		/*
+		 * queued bytes first: an append goes after them (if the
+		 * wait gave up, what was sent already is still ahead)
+		 */
+		(void)gf2_wc_sync_fsp(handle, fsp);
 		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
 	}
 	pf = gf2_change_begin(handle, fsp, h, offset, n);
@@ -351,7 +362,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	if (cache && h->wc == NULL) {
 		/* NULL (no memory, no registry): written directly */
 		h->wc = gf2_wc_new(fsp, ev, h->fh, c->st, c->vol->volname,
-				   fsp->fsp_name->st.st_ex_ino,
+				   fsp->fsp_name->st.st_ex_ino, c->wc_max_wait_ms,
 				   pf != NULL ? gf2_change_end : NULL, pf);
 	}
 	if (h != NULL && h->wc != NULL) {
@@ -545,7 +556,9 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	GF2_START_PROFILE(handle, syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
@@ -572,7 +585,9 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	GF2_START_PROFILE(handle, syscall_fallocate);
 	if (punch_hole) {
@@ -595,7 +610,9 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return false;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return false;
+	}
 	GF2_START_PROFILE(handle, syscall_fcntl_lock);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;

@@ -61,6 +61,8 @@ struct gf2_wc {
 	char *key;
 	uint32_t id;
 	bool registered;	/* an entry in the tdb */
+	uint32_t max_wait_ms;	/* a blocking wait for a call, at most */
+	bool stalled;		/* a wait gave up; nothing landed since */
 	struct gf2_wq q;
 	uint8_t *gbuf;		/* the gather's buffer, q.gather.cap bytes */
 	struct gf2_wc_call *calls[GF2_WQ_MAX_INFLIGHT];
@@ -289,6 +291,7 @@ static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 			wc->st->c.wc_errors += 1;
 		}
 	}
+	wc->stalled = false;
 	cap = gf2_wq_done(&wc->q, slot, err);
 	gf2_pf_mem_give(cap);
 	wc->calls[slot] = NULL;
@@ -372,24 +375,61 @@ static void gf2_wc_send(struct gf2_wc *wc)
 	}
 }
 
-/* Block until the call in slot i arrives, then land it. */
-static void gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
+/*
+ * Block until the call in slot i arrives, then land it; 0.  smbd's main
+ * thread waits here, so not beyond wc->max_wait_ms: a brick that answers
+ * Gluster's pings but not the write would otherwise hold the process
+ * until Gluster's frame timeout (30 minutes by default).  ETIMEDOUT: the
+ * call is still Gluster's (its completion lands it later), and until
+ * something of the queue lands, later waits give up at once.
+ */
+static int gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
 {
 	struct gf2_wc_call *call = wc->calls[i];
 	struct gf2_io *io = talloc_parent(call);
+	struct timespec until;
+	bool arrived;
+	int ret = 0;
 
-	pthread_mutex_lock(&gf2_wc_mu);
-	while (!call->arrived) {
-		pthread_cond_wait(&gf2_wc_cond, &gf2_wc_mu);
+	if (wc->stalled) {
+		return ETIMEDOUT;
 	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wc->max_wait_ms / 1000;
+	until.tv_nsec += (long)(wc->max_wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec += 1;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&gf2_wc_mu);
+	while (!call->arrived && ret == 0) {
+		ret = pthread_cond_timedwait(&gf2_wc_cond, &gf2_wc_mu,
+					     &until);
+	}
+	arrived = call->arrived;
 	pthread_mutex_unlock(&gf2_wc_mu);
+	if (!arrived) {
+		wc->stalled = true;
+		DBG_ERR("%s: a queued write of %" PRIu64 " bytes at offset %"
+			PRIu64 " has had no answer from Gluster for %" PRIu32
+			" ms (glusterfs2:write cache max wait); the call "
+			"waiting for it fails with ETIMEDOUT\n", wc->key,
+			wc->q.fly[i].len, wc->q.fly[i].off,
+			wc->max_wait_ms);
+		return ETIMEDOUT;
+	}
 	gf2_wc_land(wc, call, io);
+	return 0;
 }
 
-/* Everything queued onto the bricks, blocking.  The error stays latched. */
-static void gf2_wc_flush(struct gf2_wc *wc)
+/*
+ * Everything queued onto the bricks, blocking.  The error stays latched.
+ * 0, or ETIMEDOUT (gf2_wc_wait_slot).
+ */
+static int gf2_wc_flush(struct gf2_wc *wc)
 {
 	unsigned i;
+	int err;
 
 	while (!gf2_wq_idle(&wc->q)) {
 		if (gf2_wq_should_send(&wc->q, true)) {
@@ -398,7 +438,6 @@ static void gf2_wc_flush(struct gf2_wc *wc)
 		}
 		for (i = 0; i < GF2_WQ_MAX_INFLIGHT; i++) {
 			if (wc->calls[i] != NULL) {
-				gf2_wc_wait_slot(wc, i);
 				break;
 			}
 		}
@@ -407,7 +446,12 @@ static void gf2_wc_flush(struct gf2_wc *wc)
 			DBG_ERR("write queue out of step\n");
 			break;
 		}
+		err = gf2_wc_wait_slot(wc, i);
+		if (err != 0) {
+			return err;
+		}
 	}
+	return 0;
 }
 
 /* -- requests ------------------------------------------------------- */
@@ -757,9 +801,13 @@ bool gf2_wc_is_req(struct tevent_req *req)
 
 int gf2_wc_drain_sync(struct gf2_wc *wc)
 {
-	gf2_wc_flush(wc);
+	int err = gf2_wc_flush(wc);
+
 	if (wc->waiters != NULL) {
 		tevent_schedule_immediate(wc->im, wc->ev, gf2_wc_kick_im, wc);
+	}
+	if (err != 0) {
+		return err;
 	}
 	return gf2_wq_take_error(&wc->q);
 }
@@ -770,21 +818,26 @@ static char *gf2_wc_key(TALLOC_CTX *mem_ctx, const char *volname,
 	return talloc_asprintf(mem_ctx, "%s/%" PRIu64, volname, ino);
 }
 
-void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
+int gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
 {
 	struct gf2_wc *wc = NULL;
 	char *key = NULL;
+	int ret = 0;
+	int err;
 
 	if (gf2_wc_busy == 0) {
-		return;
+		return 0;
 	}
 	key = gf2_wc_key(talloc_tos(), volname, ino);
 	if (key == NULL) {
-		return;
+		return ENOMEM;
 	}
 	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
 		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, key) == 0) {
-			gf2_wc_flush(wc);
+			err = gf2_wc_flush(wc);
+			if (ret == 0) {
+				ret = err;
+			}
 			if (wc->waiters != NULL) {
 				tevent_schedule_immediate(wc->im, wc->ev,
 							  gf2_wc_kick_im, wc);
@@ -792,6 +845,7 @@ void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
 		}
 	}
 	TALLOC_FREE(key);
+	return ret;
 }
 
 /* A cache of this process on the file (key) with bytes not yet landed. */
@@ -930,7 +984,10 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 	TDB_DATA k;
 	int ret = 0;
 
-	gf2_wc_drain_file_sync(volname, ino);
+	ret = gf2_wc_drain_file_sync(volname, ino);
+	if (ret != 0) {
+		return ret;
+	}
 	db = gf2_wc_db();
 	if (db == NULL) {
 		return 0;
@@ -1004,6 +1061,7 @@ static int gf2_wc_destructor(struct gf2_wc *wc)
 struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 			  struct gf2_fh *fh, struct gf2_stats *st,
 			  const char *volname, uint64_t ino,
+			  uint32_t max_wait_ms,
 			  void (*end_fn)(void *arg), void *end_arg)
 {
 	struct gf2_wc *wc = talloc_zero(mem_ctx, struct gf2_wc);
@@ -1021,6 +1079,7 @@ struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 	wc->fh = fh;
 	wc->st = st;
 	wc->id = ++gf2_wc_next_id;
+	wc->max_wait_ms = max_wait_ms;
 	wc->end_fn = end_fn;
 	wc->end_arg = end_arg;
 	gf2_wq_init(&wc->q, GF2_WC_MERGE, GF2_WC_INFLIGHT);

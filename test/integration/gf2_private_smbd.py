@@ -69,6 +69,7 @@ PORT_SLOTS = {
     'lockcache': 19,            # test/bench/lockcache
     'metaprof': 20,             # test/bench/metaprof
     'asan-shutdown': 21,        # test/asan/shutdown (test_asan_shutdown.py)
+    'wcache-wait': 22,          # test_write_cache.py
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'

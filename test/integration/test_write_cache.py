@@ -20,6 +20,7 @@ process than the one holding the queued writes.
 import fcntl
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ import time
 import pytest
 
 from gf2_bricks import brick_pids
+from gf2_private_smbd import PrivateSmbd
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -266,6 +268,7 @@ def mandatory_locks(stack):
 
 STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
 HOLD_S = 2
+HOLD_WAIT_S = 20
 
 
 @pytest.mark.parametrize('how', ['flush', 'write_through'])
@@ -365,6 +368,75 @@ def test_overlapping_writes_of_two_handles_land_in_order(stack):
     assert got == new.get(at, 64 * KiB), (
         'the bytes the second handle wrote last were overwritten by the '
         'first handle\'s earlier write')
+
+
+WAIT_MS = 2000
+STATUS_IO_TIMEOUT = 0xc00000b5      # ETIMEDOUT
+
+
+@pytest.fixture
+def short_wait(stack):
+    """A private smbd whose write-cache share bounds its waits for
+    queued writes to WAIT_MS."""
+    s = PrivateSmbd('wcache-wait', stack)
+    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
+             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
+                                                     'localhost')),
+             ('glusterfs2:logfile', os.path.join(s.dir,
+                                                 'glusterfs2-%M.log')),
+             ('glusterfs2:write cache', 'yes'),
+             ('glusterfs2:write cache max wait', str(WAIT_MS)),
+             ('kernel share modes', 'no'), ('kernel oplocks', 'no'),
+             ('read only', 'no')]
+    s.write_conf([], [('wcwait', share)])
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_wait_for_a_hung_brick_is_bounded(stack, short_wait):
+    """Acknowledged writes are queued when the file's brick stops
+    answering (SIGSTOP; Gluster's ping timeout, 42 s, has not passed when
+    it goes on, HOLD_WAIT_S later).  A CLOSE, which waits for the queue
+    in smbd's main thread, answers within the share's write cache max
+    wait (WAIT_MS) with NT_STATUS_IO_TIMEOUT instead of holding the
+    connection's process until the brick answers; and the process serves
+    the connection again (an ECHO)."""
+    name = 'wc-hung.bin'
+    fresh(stack, name)
+    conn = smb2q.Conn(stack['SMB_HOST'], short_wait.port,
+                      stack['SMB_USER'], stack['SMB_PASS'], 'wcwait',
+                      timeout=120)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('hung')
+    # the first write asks the bricks about POSIX locks: before they stop
+    assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert conn.flush(h) == 0
+    pids = list(brick_pids(stack).values())
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(
+        HOLD_WAIT_S, lambda: [os.kill(pid, signal.SIGCONT) for pid in pids])
+    timer.start()
+    try:
+        conn.pipeline(h, 'write', 512 * KiB, 64 * KiB, 1, pat,
+                      start=64 * KiB)
+        status = conn.close_status(h)
+        held = timer.is_alive()
+        echo = conn.simple(smb2q.s3.SMB2_ECHO, struct.pack('<HH', 4, 0),
+                           'echo')
+    finally:
+        timer.cancel()
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    conn.drop()
+    assert held, 'CLOSE answered only after the bricks went on'
+    assert status == STATUS_IO_TIMEOUT, smb2q.status_str(status)
+    assert echo == 0, smb2q.status_str(echo)
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,
