@@ -370,8 +370,13 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 		 * Checked on every write: a break stops early answers.
 		 * Listings see of the file what the bricks have.
 		 */
-		return gf2_wc_write_send(mem_ctx, ev, h->wc, cache, data, n,
-					 offset);
+		struct tevent_req *req = gf2_wc_write_send(
+			mem_ctx, ev, h->wc, cache, data, n, offset);
+
+		if (req == NULL) {
+			gf2_change_end(pf);
+		}
+		return req;
 	}
 	/* until the write ends, listings keep no stat of the file */
 	w = gf2_cache_write_begin(pf, fsp->file_id.inode);

@@ -468,6 +468,14 @@ struct gf2_wc_waiter {
 	struct gf2_wc *wc;
 	enum gf2_wc_wkind kind;
 	bool may_cache;
+	/*
+	 * A write owes one call of end_fn (the change bracket its caller
+	 * began) until it hands it on: to the gather (gather_ends) or to
+	 * the direct write.  Failed, cancelled or freed before: paid here.
+	 */
+	bool owes_end;
+	void (*end_fn)(void *arg);
+	void *end_arg;
 	const uint8_t *data;
 	size_t n;
 	off_t offset;
@@ -475,8 +483,20 @@ struct gf2_wc_waiter {
 	struct vfs_aio_state aio_state;
 };
 
+static void gf2_wc_waiter_end(struct gf2_wc_waiter *w)
+{
+	if (!w->owes_end) {
+		return;
+	}
+	w->owes_end = false;
+	if (w->end_fn != NULL) {
+		w->end_fn(w->end_arg);
+	}
+}
+
 static int gf2_wc_waiter_destructor(struct gf2_wc_waiter *w)
 {
+	gf2_wc_waiter_end(w);
 	if (w->wc != NULL) {
 		DLIST_REMOVE(w->wc->waiters, w);
 		w->wc = NULL;
@@ -493,6 +513,7 @@ static void gf2_wc_unpark(struct gf2_wc_waiter *w)
 static void gf2_wc_fail(struct gf2_wc_waiter *w, int err)
 {
 	gf2_wc_unpark(w);
+	gf2_wc_waiter_end(w);
 	w->aio_state.error = err;
 	w->ret = -1;
 	tevent_req_error(w->req, err);
@@ -511,10 +532,13 @@ static void gf2_wc_direct(struct gf2_wc_waiter *w)
 
 	gf2_wc_unpark(w);
 	subreq = gf2_pwrite_send(w, wc->ev, wc->fh, w->data, w->n,
-				 w->offset, wc->end_fn, wc->end_arg);
+				 w->offset, w->end_fn, w->end_arg);
 	if (tevent_req_nomem(subreq, w->req)) {
+		gf2_wc_waiter_end(w);
 		return;
 	}
+	/* the direct write calls end_fn */
+	w->owes_end = false;
 	tevent_req_set_callback(subreq, gf2_wc_direct_done, w->req);
 }
 
@@ -603,6 +627,7 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 		break;
 	}
 	wc->gather_ends += 1;
+	w->owes_end = false;
 	gf2_wc_track(wc);
 	if (wc->st != NULL) {
 		wc->st->c.wc_writes += 1;
@@ -740,6 +765,9 @@ struct tevent_req *gf2_wc_write_send(TALLOC_CTX *mem_ctx,
 	}
 	w = tevent_req_data(req, struct gf2_wc_waiter);
 	w->may_cache = may_cache && n > 0;
+	w->owes_end = true;
+	w->end_fn = wc->end_fn;
+	w->end_arg = wc->end_arg;
 	w->data = data;
 	w->n = n;
 	w->offset = offset;

@@ -254,62 +254,8 @@ def test_write_through_drains(stack, slow_bricks):
     assert ok, what
 
 
-@pytest.fixture
-def mandatory_locks(stack):
-    """Every fcntl lock on the volume is mandatory ('forced'): a brick
-    refuses a WRITE into a range another client has locked (EAGAIN: smbd
-    opens its files O_NONBLOCK).  An acknowledged write into such a range
-    fails where it lands, whatever the timing."""
-    vol = stack['GLUSTER_VOLUME']
-    gl('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
-    yield vol
-    gl('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
-
-
-STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
 HOLD_S = 2
 HOLD_WAIT_S = 20
-
-
-@pytest.mark.parametrize('how', ['flush', 'write_through'])
-def test_flush_of_one_handle_answers_for_every_handle(stack,
-                                                      mandatory_locks, how):
-    """Two handles of one file under one lease key (as Windows opens a
-    file more than once): a write acknowledged through the first, then a
-    FLUSH (or a WRITE_THROUGH write elsewhere in the file) through the
-    second.  The answer waits for the first handle's acknowledged byte to
-    land, so it can tell whether it is on the bricks: here it is not (a
-    lock held through the FUSE mount makes the brick refuse it), and the
-    FLUSH or WRITE_THROUGH says so instead of succeeding.  The first
-    handle reports the error too, at its FLUSH."""
-    name = 'wc-2h-%s.bin' % how
-    fresh(stack, name)
-    conn = connect(stack)
-    key = lease_key()
-    h1 = conn.open(name, write=True, create=True, lease_key=key)
-    h2 = conn.open(name, write=True, create=False, lease_key=key)
-    assert conn.granted == 'lease RWH'
-    pat = smb2q.Pattern('2h-' + how)
-    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
-        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
-        assert conn.write(h1, 0, pat.get(0, 64 * KiB)) == 0
-        if how == 'flush':
-            status = conn.flush(h2)
-        else:
-            status = conn.write(h2, 1 * MiB, pat.get(1 * MiB, 64 * KiB),
-                                WRITE_THROUGH)
-        first = conn.flush(h1)
-        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
-    conn.close(h2)
-    conn.close(h1)
-    conn.drop()
-    assert first == STATUS_NETWORK_BUSY, (
-        'the lock did not make the brick refuse the write: FLUSH of the '
-        'first handle: %s' % smb2q.status_str(first))
-    assert status == STATUS_NETWORK_BUSY, (
-        '%s through the second handle: %s, although the first handle\'s '
-        'acknowledged write never reached the brick' % (
-            how, smb2q.status_str(status)))
 
 
 def test_overlapping_writes_of_two_handles_land_in_order(stack):
@@ -437,6 +383,113 @@ def test_wait_for_a_hung_brick_is_bounded(stack, short_wait):
     assert held, 'CLOSE answered only after the bricks went on'
     assert status == STATUS_IO_TIMEOUT, smb2q.status_str(status)
     assert echo == 0, smb2q.status_str(echo)
+
+
+@pytest.fixture
+def mandatory_locks(stack):
+    """Every fcntl lock on the volume is mandatory ('forced'): a brick
+    refuses a WRITE into a range another client has locked (EAGAIN: smbd
+    opens its files O_NONBLOCK).  An acknowledged write into such a range
+    fails where it lands, whatever the timing."""
+    vol = stack['GLUSTER_VOLUME']
+    gl('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
+    time.sleep(VOLFILE_S)
+    yield vol
+    gl('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
+    time.sleep(VOLFILE_S)
+
+
+STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
+# glusterd tells clients of a changed volfile asynchronously: a client
+# that connects meanwhile switches graphs under a test, reopening its
+# files on the bricks (a test that stops the bricks then stops too)
+VOLFILE_S = 3
+
+
+@pytest.mark.parametrize('how', ['flush', 'write_through'])
+def test_flush_of_one_handle_answers_for_every_handle(stack,
+                                                      mandatory_locks, how):
+    """Two handles of one file under one lease key (as Windows opens a
+    file more than once): a write acknowledged through the first, then a
+    FLUSH (or a WRITE_THROUGH write elsewhere in the file) through the
+    second.  The answer waits for the first handle's acknowledged byte to
+    land, so it can tell whether it is on the bricks: here it is not (a
+    lock held through the FUSE mount makes the brick refuse it), and the
+    FLUSH or WRITE_THROUGH says so instead of succeeding.  The first
+    handle reports the error too, at its FLUSH."""
+    name = 'wc-2h-%s.bin' % how
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('2h-' + how)
+    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
+        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
+        assert conn.write(h1, 0, pat.get(0, 64 * KiB)) == 0
+        if how == 'flush':
+            status = conn.flush(h2)
+        else:
+            status = conn.write(h2, 1 * MiB, pat.get(1 * MiB, 64 * KiB),
+                                WRITE_THROUGH)
+        first = conn.flush(h1)
+        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert first == STATUS_NETWORK_BUSY, (
+        'the lock did not make the brick refuse the write: FLUSH of the '
+        'first handle: %s' % smb2q.status_str(first))
+    assert status == STATUS_NETWORK_BUSY, (
+        '%s through the second handle: %s, although the first handle\'s '
+        'acknowledged write never reached the brick' % (
+            how, smb2q.status_str(status)))
+
+
+def test_prefetch_goes_on_after_a_failed_cached_write(stack,
+                                                    mandatory_locks):
+    """A write acknowledged once queued fails on the brick (a lock held
+    through the FUSE mount); the handle's next write reports it
+    (NT_STATUS_NETWORK_BUSY).  Neither leaves the file's prefetch paused:
+    a sequential read of the file afterwards,
+    through another handle of the same connection, is read ahead (the
+    share's prefetch_bytes counter grows)."""
+    name = 'wc-pfpause.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('pfpause')
+    size = 8 * MiB
+    conn.pipeline(h, 'write', size, 64 * KiB, 4, pat)
+    assert conn.flush(h) == 0
+    statuses = []
+    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
+        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
+        assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+        # the next write reports the error once the first has landed
+        for _ in range(50):
+            status = conn.write(h, 64 * KiB, pat.get(64 * KiB, 64 * KiB))
+            statuses.append(status)
+            if status != 0:
+                break
+            time.sleep(0.1)
+        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
+    assert statuses[-1] == STATUS_NETWORK_BUSY, [
+        smb2q.status_str(s) for s in statuses]
+    # the bytes the failed write should have written, again
+    assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert conn.flush(h) == 0
+    # prefetch pauses per file in the process: read through a new handle
+    r = conn.open(name, write=False, create=False)
+    p0 = counters(stack).get('prefetch_bytes', 0)
+    conn.pipeline(r, 'read', size, 64 * KiB, 1, pat)
+    grew = grown(stack, 'prefetch_bytes', p0, 1)
+    closed = (conn.close_status(r), conn.close_status(h))
+    conn.drop()
+    assert closed == (0, 0), closed
+    assert grew > 0, 'nothing was read ahead: prefetch stayed paused'
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,
