@@ -26,7 +26,9 @@
  * (gf2_wc_open_check, from openat) finds it, asks for a drain (a time in
  * the record until which the holder caches none of the file's writes) and
  * fails with EAGAIN: smbd takes that for a kernel oplock and retries the
- * open once a second.  smbd runs the whole open again after an oplock or
+ * open once a second.  An entry names its process by pid and start time,
+ * so that a process given the pid of one that crashed is not taken for
+ * the holder.  smbd runs the whole open again after an oplock or
  * lease break too, so the open that finally succeeds has found no entry
  * after the holder's lease lost its write caching.  Entries of processes
  * that died are dropped by whoever reads them.
@@ -91,6 +93,7 @@ struct gf2_wc_rec_hdr {
 struct gf2_wc_rec_ent {
 	uint32_t pid;
 	uint32_t id;
+	uint64_t start;		/* the process's start time, 0: not known */
 };
 
 #define GF2_WC_REC_MAX 64
@@ -172,9 +175,77 @@ static void gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
 	}
 }
 
-static bool gf2_wc_pid_alive(pid_t pid)
+/*
+ * When process pid started (clock ticks after boot, /proc/PID/stat's
+ * 22nd field), or 0 if that cannot be read.
+ */
+static uint64_t gf2_wc_start_time(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno != ESRCH;
+	char path[64];
+	char buf[1024];
+	char *p = NULL;
+	char *end = NULL;
+	ssize_t n;
+	int fd;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) {
+		return 0;
+	}
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	if (p == NULL) {
+		return 0;
+	}
+	p += 1;
+	/* after the name: state is field 3, starttime field 22 */
+	for (i = 3; i < 22; i++) {
+		p = strchr(p + 1, ' ');
+		if (p == NULL) {
+			return 0;
+		}
+	}
+	return strtoull(p + 1, &end, 10);
+}
+
+/* This process's start time, read once per process. */
+static uint64_t gf2_wc_my_start(void)
+{
+	static pid_t pid;
+	static uint64_t start;
+
+	if (pid != getpid()) {
+		pid = getpid();
+		start = gf2_wc_start_time(pid);
+	}
+	return start;
+}
+
+/*
+ * The process that made entry e still runs: its pid exists and, where
+ * both start times are known, started when the entry says (not a new
+ * process that was given the pid of a crashed one).
+ */
+static bool gf2_wc_holder_alive(const struct gf2_wc_rec_ent *e)
+{
+	uint64_t start;
+
+	if (kill(e->pid, 0) != 0 && errno == ESRCH) {
+		return false;
+	}
+	if (e->start == 0) {
+		return true;
+	}
+	start = gf2_wc_start_time(e->pid);
+	return start == 0 || start == e->start;
 }
 
 /* Add (on) or remove this cache's entry.  false: could not add it. */
@@ -203,7 +274,7 @@ static bool gf2_wc_reg(struct gf2_wc *wc, bool on)
 			return false;
 		}
 		r.e[r.h.n++] = (struct gf2_wc_rec_ent) {
-			.pid = me, .id = wc->id,
+			.pid = me, .id = wc->id, .start = gf2_wc_my_start(),
 		};
 	}
 	gf2_wc_rec_write(db, k, &r);
@@ -1036,7 +1107,7 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 		return 0;
 	}
 	for (i = 0, j = 0; i < r.h.n; i++) {
-		if (r.e[i].pid == me || !gf2_wc_pid_alive(r.e[i].pid)) {
+		if (r.e[i].pid == me || !gf2_wc_holder_alive(&r.e[i])) {
 			continue;
 		}
 		r.e[j++] = r.e[i];

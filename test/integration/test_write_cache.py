@@ -29,7 +29,7 @@ import time
 import pytest
 
 from gf2_bricks import brick_pids
-from gf2_private_smbd import PrivateSmbd
+from gf2_private_smbd import PrivateSmbd, smbd_processes
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -192,70 +192,12 @@ def test_nothing_cached_without_a_lease(stack):
     assert grown(stack, 'wc_writes', c0, 1, timeout=3) == 0
 
 
-@pytest.mark.parametrize('how', ['lease', 'batch', 'exclusive'])
-def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
-    """Under an RWH lease or a batch/exclusive oplock writes are
-    acknowledged once queued; when CLOSE returns, every byte is on the
-    brick."""
-    name = 'wc-close-%s.bin' % how
-    fresh(stack, name)
-    c0 = counters(stack).get('wc_writes', 0)
-    conn = connect(stack)
-    fid = conn.open(name, write=True, create=True,
-                    oplock=None if how == 'lease' else how,
-                    lease_key=lease_key() if how == 'lease' else None)
-    assert conn.granted == {'lease': 'lease RWH', 'batch': 'oplock batch',
-                            'exclusive': 'oplock exclusive'}[how]
-    pat = smb2q.Pattern('close-' + how)
-    size = 16 * MiB
-    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
-    conn.close(fid)
-    ok, what = brick_prefix_ok(stack, name, pat, size)
-    conn.drop()
-    assert ok, what
-    cached = grown(stack, 'wc_writes', c0, size // (64 * KiB))
-    assert cached == size // (64 * KiB), cached
-
-
-def test_flush_drains(stack, slow_bricks):
-    """FLUSH completes only once every acknowledged byte is on the
-    brick."""
-    name = 'wc-flush.bin'
-    fresh(stack, name)
-    conn = connect(stack)
-    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
-    assert conn.granted == 'lease RWH'
-    pat = smb2q.Pattern('flush')
-    size = 16 * MiB
-    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
-    status = conn.flush(fid)
-    ok, what = brick_prefix_ok(stack, name, pat, size)
-    conn.close(fid)
-    conn.drop()
-    assert status == 0, smb2q.status_str(status)
-    assert ok, what
-
-
-def test_write_through_drains(stack, slow_bricks):
-    """A WRITE_THROUGH write completes only once it and every write
-    acknowledged before it are on the brick."""
-    name = 'wc-wt.bin'
-    fresh(stack, name)
-    conn = connect(stack)
-    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
-    pat = smb2q.Pattern('wt')
-    size = 16 * MiB
-    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
-    conn.pipeline(fid, 'write', 64 * KiB, 64 * KiB, 1, pat, start=size,
-                  write_flags=WRITE_THROUGH)
-    ok, what = brick_prefix_ok(stack, name, pat, size + 64 * KiB)
-    conn.close(fid)
-    conn.drop()
-    assert ok, what
-
-
 HOLD_S = 2
 HOLD_WAIT_S = 20
+
+
+# The tests that stop the bricks with SIGSTOP run before slow_bricks
+# (module-scoped) restarts them with delay-gen in their graphs.
 
 
 def test_overlapping_writes_of_two_handles_land_in_order(stack):
@@ -383,6 +325,143 @@ def test_wait_for_a_hung_brick_is_bounded(stack, short_wait):
     assert held, 'CLOSE answered only after the bricks went on'
     assert status == STATUS_IO_TIMEOUT, smb2q.status_str(status)
     assert echo == 0, smb2q.status_str(echo)
+
+
+def registry_entries(stack):
+    """{key: (tdb, raw record)} of the write cache's cross-process
+    registry in the stack smbd's lock directory (glusterfs2_wcache.tdb:
+    a header of 16 bytes, then one entry per holder, its pid first)."""
+    import tdb
+    conf = smb2q_conf_value(stack['SMB_CONF'], 'lock directory')
+    db = tdb.Tdb(os.path.join(conf, 'glusterfs2_wcache.tdb'), 0,
+                 tdb.DEFAULT, os.O_RDWR)
+    return db, {k: db.get(k) for k in db.keys()}
+
+
+def smb2q_conf_value(conf, name):
+    with open(conf) as f:
+        for line in f:
+            k, _, v = line.partition('=')
+            if k.strip() == name:
+                return v.strip()
+    raise AssertionError('%s: no %s' % (conf, name))
+
+
+def test_registry_entry_of_a_crashed_holder(stack):
+    """The smbd process holding acknowledged writes of a file crashes
+    (SIGKILL) and its pid goes to another process (here: the test's own
+    pid written into the registry entry it left).  Another connection's
+    open of the file does not take that process for the holder: it
+    succeeds at once instead of waiting for a drain that never comes
+    (about 70 s of retries, then a failure)."""
+    name = 'wc-crashed.bin'
+    fresh(stack, name)
+    a = connect(stack)
+    h = a.open(name, write=True, create=True, lease_key=lease_key())
+    assert a.granted == 'lease RWH'
+    pat = smb2q.Pattern('crashed')
+    assert a.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert a.flush(h) == 0
+    pids = list(brick_pids(stack).values())
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        a.pipeline(h, 'write', 256 * KiB, 64 * KiB, 1, pat, start=64 * KiB)
+        db, recs = registry_entries(stack)
+        smbds = set(smbd_processes(stack['SMB_CONF']))
+        mine = {k: v for k, v in recs.items()
+                if k.startswith(stack['GLUSTER_VOLUME'].encode() + b'/') and
+                struct.unpack_from('<I', v, 8)[0] > 0 and
+                struct.unpack_from('<I', v, 16)[0] in smbds}
+        assert len(mine) == 1, 'no registry entry for the queued writes'
+        key, rec = mine.popitem()
+        holder = struct.unpack_from('<I', rec, 16)[0]
+        os.kill(holder, signal.SIGKILL)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    a.drop()
+    while os.path.exists('/proc/%d' % holder):
+        time.sleep(0.1)
+    # the pid now names another, live process
+    rec = bytearray(rec)
+    struct.pack_into('<I', rec, 16, os.getpid())
+    db.store(key, bytes(rec))
+    db.close()
+    b = connect(stack)
+    t0 = time.monotonic()
+    try:
+        fid = b.open(name, write=False, create=False)
+        status = 0
+    except smb2q.Failure as e:
+        status = str(e)
+    took = time.monotonic() - t0
+    if status == 0:
+        b.close(fid)
+    b.drop()
+    assert status == 0, 'open after %.1f s: %s' % (took, status)
+
+
+@pytest.mark.parametrize('how', ['lease', 'batch', 'exclusive'])
+def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
+    """Under an RWH lease or a batch/exclusive oplock writes are
+    acknowledged once queued; when CLOSE returns, every byte is on the
+    brick."""
+    name = 'wc-close-%s.bin' % how
+    fresh(stack, name)
+    c0 = counters(stack).get('wc_writes', 0)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True,
+                    oplock=None if how == 'lease' else how,
+                    lease_key=lease_key() if how == 'lease' else None)
+    assert conn.granted == {'lease': 'lease RWH', 'batch': 'oplock batch',
+                            'exclusive': 'oplock exclusive'}[how]
+    pat = smb2q.Pattern('close-' + how)
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    conn.close(fid)
+    ok, what = brick_prefix_ok(stack, name, pat, size)
+    conn.drop()
+    assert ok, what
+    cached = grown(stack, 'wc_writes', c0, size // (64 * KiB))
+    assert cached == size // (64 * KiB), cached
+
+
+def test_flush_drains(stack, slow_bricks):
+    """FLUSH completes only once every acknowledged byte is on the
+    brick."""
+    name = 'wc-flush.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('flush')
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    status = conn.flush(fid)
+    ok, what = brick_prefix_ok(stack, name, pat, size)
+    conn.close(fid)
+    conn.drop()
+    assert status == 0, smb2q.status_str(status)
+    assert ok, what
+
+
+def test_write_through_drains(stack, slow_bricks):
+    """A WRITE_THROUGH write completes only once it and every write
+    acknowledged before it are on the brick."""
+    name = 'wc-wt.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    pat = smb2q.Pattern('wt')
+    size = 16 * MiB
+    conn.pipeline(fid, 'write', size, 64 * KiB, 4, pat)
+    conn.pipeline(fid, 'write', 64 * KiB, 64 * KiB, 1, pat, start=size,
+                  write_flags=WRITE_THROUGH)
+    ok, what = brick_prefix_ok(stack, name, pat, size + 64 * KiB)
+    conn.close(fid)
+    conn.drop()
+    assert ok, what
 
 
 @pytest.fixture
