@@ -111,6 +111,13 @@ enum gf2_coherence {
 	GF2_COHERENCE_STRICT,
 };
 
+/*
+ * How long smbd waits at most for a queued write to be answered by
+ * Gluster (ms): GlusterFS's default network.ping-timeout, the time in
+ * which a brick that does not answer at all is given up.
+ */
+#define GF2_WC_DEFAULT_MAX_WAIT_MS 42000
+
 struct gf2_share_options {
 	int64_t loglevel;
 	bool prefetch;
@@ -124,6 +131,7 @@ struct gf2_share_options {
 	int64_t lock_cache_ms;
 	bool client_io_threads;
 	bool write_cache;		/* early write acknowledgement under a lease */
+	int64_t wc_max_wait_ms;		/* bound of a wait for queued writes */
 };
 
 struct gf2_opt_def {

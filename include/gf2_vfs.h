@@ -28,6 +28,7 @@ struct gf2_conn {
 	struct gf2_stats *st;		/* counters of the share, or NULL */
 	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
 	bool write_cache;		/* glusterfs2:write cache */
+	uint32_t wc_max_wait_ms;	/* glusterfs2:write cache max wait */
 };
 
 /*
@@ -112,9 +113,10 @@ void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
 /*
  * Everything this process acknowledged of fsp's file is on the bricks
  * (gf2_dataops.c): before anything that reads or changes it otherwise.
+ * 0, or -1 with errno ETIMEDOUT (see gf2_wc_drain_file_sync).
  */
-void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
-		     const struct files_struct *fsp);
+int gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp);
 
 /* Configuration (gf2_config.c). */
 struct gf2_share_config {

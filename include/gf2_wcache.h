@@ -36,6 +36,7 @@ struct gf2_wc;
 struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 			  struct gf2_fh *fh, struct gf2_stats *st,
 			  const char *volname, uint64_t ino,
+			  uint32_t max_wait_ms,
 			  void (*end_fn)(void *arg), void *end_arg);
 
 /*
@@ -71,8 +72,12 @@ bool gf2_wc_is_req(struct tevent_req *req);
  * latched error (reported once, and logged when it was latched).
  */
 int gf2_wc_drain_sync(struct gf2_wc *wc);
-/* Drain every handle of this process on the file (volume, inode). */
-void gf2_wc_drain_file_sync(const char *volname, uint64_t ino);
+/*
+ * Drain every handle of this process on the file (volume, inode): 0, or
+ * ETIMEDOUT when Gluster left a queued write unanswered for the share's
+ * write cache max wait (the latched errors stay).
+ */
+int gf2_wc_drain_file_sync(const char *volname, uint64_t ino);
 
 /* This process holds acknowledged bytes of the file not yet landed. */
 bool gf2_wc_file_busy(const char *volname, uint64_t ino);
@@ -86,6 +91,14 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 				      struct tevent_context *ev,
 				      const char *volname, uint64_t ino);
 int gf2_wc_settle_recv(struct tevent_req *req);
+
+/*
+ * An error a queued write of the file (volume, inode) met on the bricks
+ * that the handle which wrote it has not reported yet, or 0.  Left
+ * latched: that handle still reports it at its next write, FLUSH or
+ * close.
+ */
+int gf2_wc_file_error(const char *volname, uint64_t ino);
 
 /*
  * Another handle is being opened on the file: drain this process's

@@ -16,6 +16,9 @@
  * a lone write never waits for company), or when a drain asks for it; and
  * never while it overlaps a write still in flight, so that two writes of
  * the same bytes reach the bricks in the order they were acknowledged.
+ * Between the queues of one file's handles the cache layer keeps that
+ * order with gf2_wq_holds: a write overlapping what another queue holds
+ * is not acknowledged (nor queued) until those bytes have landed.
  * Memory: every gather counts its whole capacity from its start to its
  * completion against the process budget shared with prefetch.
  */
@@ -66,6 +69,11 @@ void gf2_wq_append(struct gf2_wq *q, uint64_t len);
 void gf2_wq_start(struct gf2_wq *q, uint64_t off, uint64_t len,
 		  uint64_t cap);
 
+/*
+ * Some byte of [off, off + len) is acknowledged in this queue and not yet
+ * on the bricks (gathered or in flight).
+ */
+bool gf2_wq_holds(const struct gf2_wq *q, uint64_t off, uint64_t len);
 /* The gather may go now (a free slot, no overlap with what flies). */
 bool gf2_wq_can_send(const struct gf2_wq *q);
 /* ... and should: full, nothing in flight, or drain. */

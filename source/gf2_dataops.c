@@ -52,15 +52,22 @@ static bool gf2_write_caching(const struct files_struct *fsp)
 	return false;
 }
 
-void gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
-		     const struct files_struct *fsp)
+int gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
+	int err;
 
-	if (c != NULL && fsp != NULL && fsp->fsp_name != NULL) {
-		gf2_wc_drain_file_sync(c->vol->volname,
-				       fsp->fsp_name->st.st_ex_ino);
+	if (c == NULL || fsp == NULL || fsp->fsp_name == NULL) {
+		return 0;
 	}
+	err = gf2_wc_drain_file_sync(c->vol->volname,
+				     fsp->fsp_name->st.st_ex_ino);
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -118,8 +125,7 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
 	ssize_t ret;
 
-	gf2_wc_sync_fsp(handle, fsp);
-	if (fd == NULL) {
+	if (fd == NULL || gf2_wc_sync_fsp(handle, fsp) != 0) {
 		return -1;
 	}
 	GF2_START_PROFILE_BYTES(handle, syscall_pread, n);
@@ -160,7 +166,9 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 		return -1;
 	}
 	/* queued bytes first: an append goes after them */
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	offset = gf2_write_offset(fsp, fd, offset);
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
 			      offset, n);
@@ -341,8 +349,11 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	bool cache = false;
 
 	if (append) {
-		/* queued bytes first: an append goes after them */
-		gf2_wc_sync_fsp(handle, fsp);
+		/*
+		 * queued bytes first: an append goes after them (if the
+		 * wait gave up, what was sent already is still ahead)
+		 */
+		(void)gf2_wc_sync_fsp(handle, fsp);
 		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
 	}
 	pf = gf2_change_begin(handle, fsp, h, offset, n);
@@ -351,7 +362,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	if (cache && h->wc == NULL) {
 		/* NULL (no memory, no registry): written directly */
 		h->wc = gf2_wc_new(fsp, ev, h->fh, c->st, c->vol->volname,
-				   fsp->fsp_name->st.st_ex_ino,
+				   fsp->fsp_name->st.st_ex_ino, c->wc_max_wait_ms,
 				   pf != NULL ? gf2_change_end : NULL, pf);
 	}
 	if (h != NULL && h->wc != NULL) {
@@ -359,8 +370,13 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 		 * Checked on every write: a break stops early answers.
 		 * Listings see of the file what the bricks have.
 		 */
-		return gf2_wc_write_send(mem_ctx, ev, h->wc, cache, data, n,
-					 offset);
+		struct tevent_req *req = gf2_wc_write_send(
+			mem_ctx, ev, h->wc, cache, data, n, offset);
+
+		if (req == NULL) {
+			gf2_change_end(pf);
+		}
+		return req;
 	}
 	/* until the write ends, listings keep no stat of the file */
 	w = gf2_cache_write_begin(pf, fsp->file_id.inode);
@@ -381,35 +397,154 @@ ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
 	return gf2_pwrite_recv(req, aio_state);
 }
 
-struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
-				     TALLOC_CTX *mem_ctx,
-				     struct tevent_context *ev,
-				     struct files_struct *fsp)
-{
-	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+/*
+ * FLUSH, and the fsync after a WRITE_THROUGH write, answer for the file,
+ * not for the handle: Windows opens a file more than once under one lease
+ * key and may write through one handle and flush another.  First every
+ * write this process acknowledged of the file, through any handle, lands
+ * (gf2_wc_settle_send, without blocking the main loop); then this
+ * handle's own queue is drained and Gluster's fsync sent.  An error that
+ * another handle's queued write met is reported too (that handle keeps
+ * it for its own next write, FLUSH or close).  smbd keeps fsp until the
+ * request is done.
+ */
+struct gf2_file_fsync_state {
+	struct vfs_handle_struct *handle;
+	struct tevent_context *ev;
+	struct files_struct *fsp;
+	bool cached;		/* the fsync went through the handle's cache */
+	struct vfs_aio_state aio_state;
+};
 
+static void gf2_file_fsync_settled(struct tevent_req *subreq);
+static void gf2_file_fsync_done(struct tevent_req *subreq);
+
+static bool gf2_file_fsync_start(struct tevent_req *req)
+{
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	struct gf2_handle *h = gf2_handle_of(state->handle, state->fsp);
+	struct tevent_req *subreq = NULL;
+
+	state->cached = h != NULL && !h->is_dir && h->wc != NULL;
 	if (h != NULL && h->is_dir) {
 		/*
 		 * smbd lets a directory opened to add entries be flushed;
 		 * a local share answers with fsync(2) of the directory.
 		 * Entries are made on the bricks before they answer.
 		 */
-		return gf2_fsync_none_send(mem_ctx, ev);
+		subreq = gf2_fsync_none_send(state, state->ev);
+	} else if (state->cached) {
+		/* what this handle acknowledged goes first, then the fsync */
+		subreq = gf2_wc_fsync_send(state, state->ev, h->wc);
+	} else {
+		subreq = gf2_fsync_send(state, state->ev,
+					h != NULL ? h->fh : NULL);
 	}
-	if (h != NULL && h->wc != NULL) {
-		/* what was acknowledged goes first, then the fsync */
-		return gf2_wc_fsync_send(mem_ctx, ev, h->wc);
+	if (tevent_req_nomem(subreq, req)) {
+		return false;
 	}
-	return gf2_fsync_send(mem_ctx, ev, h != NULL ? h->fh : NULL);
+	tevent_req_set_callback(subreq, gf2_file_fsync_done, req);
+	return true;
+}
+
+struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
+				     TALLOC_CTX *mem_ctx,
+				     struct tevent_context *ev,
+				     struct files_struct *fsp)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct tevent_req *req = NULL;
+	struct tevent_req *subreq = NULL;
+	struct gf2_file_fsync_state *state = NULL;
+
+	req = tevent_req_create(mem_ctx, &state, struct gf2_file_fsync_state);
+	if (req == NULL) {
+		return NULL;
+	}
+	*state = (struct gf2_file_fsync_state) {
+		.handle = handle, .ev = ev, .fsp = fsp,
+	};
+	if (c == NULL || fsp->fsp_name == NULL ||
+	    !gf2_wc_file_busy(c->vol->volname,
+			      fsp->fsp_name->st.st_ex_ino)) {
+		if (!gf2_file_fsync_start(req)) {
+			return tevent_req_post(req, ev);
+		}
+		return req;
+	}
+	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
+				    fsp->fsp_name->st.st_ex_ino);
+	if (tevent_req_nomem(subreq, req)) {
+		return tevent_req_post(req, ev);
+	}
+	tevent_req_set_callback(subreq, gf2_file_fsync_settled, req);
+	return req;
+}
+
+static void gf2_file_fsync_settled(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	int err = gf2_wc_settle_recv(subreq);
+
+	TALLOC_FREE(subreq);
+	if (tevent_req_error(req, err)) {
+		return;
+	}
+	(void)gf2_file_fsync_start(req);
+}
+
+static void gf2_file_fsync_done(struct tevent_req *subreq)
+{
+	struct tevent_req *req = tevent_req_callback_data(subreq,
+							  struct tevent_req);
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	struct gf2_conn *c = gf2_conn_of(state->handle);
+	int ret;
+	int err;
+
+	if (state->cached) {
+		ret = gf2_wc_fsync_recv(subreq, &state->aio_state);
+	} else {
+		ret = gf2_fsync_recv(subreq, &state->aio_state);
+	}
+	TALLOC_FREE(subreq);
+	if (ret != 0) {
+		tevent_req_error(req, state->aio_state.error);
+		return;
+	}
+	if (c != NULL && state->fsp->fsp_name != NULL) {
+		err = gf2_wc_file_error(c->vol->volname,
+					state->fsp->fsp_name->st.st_ex_ino);
+		if (err != 0) {
+			DBG_NOTICE("%s: a write acknowledged through another "
+				   "handle failed: %s\n",
+				   fsp_str_dbg(state->fsp), strerror(err));
+			state->aio_state.error = err;
+			tevent_req_error(req, err);
+			return;
+		}
+	}
+	tevent_req_done(req);
 }
 
 int gf2_fsync_recv_fn(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state)
 {
-	if (gf2_wc_is_req(req)) {
-		return gf2_wc_fsync_recv(req, aio_state);
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
+	int err;
+
+	if (tevent_req_is_unix_error(req, &err)) {
+		aio_state->error = err;
+		tevent_req_received(req);
+		return -1;
 	}
-	return gf2_fsync_recv(req, aio_state);
+	*aio_state = state->aio_state;
+	tevent_req_received(req);
+	return 0;
 }
 
 off_t gf2_lseek(struct vfs_handle_struct *handle, files_struct *fsp,
@@ -433,7 +568,9 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	GF2_START_PROFILE(handle, syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
@@ -460,7 +597,9 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
 	GF2_START_PROFILE(handle, syscall_fallocate);
 	if (punch_hole) {
@@ -483,7 +622,9 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return false;
 	}
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return false;
+	}
 	GF2_START_PROFILE(handle, syscall_fcntl_lock);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;

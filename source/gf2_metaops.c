@@ -177,7 +177,9 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 	struct stat st;
 	int ret;
 
-	gf2_wc_sync_fsp(handle, fsp);
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	GF2_START_PROFILE(handle, syscall_fstat);
 	if (h != NULL && h->fh->fd != NULL) {
 		ret = glfs_fstat(h->fh->fd, &st);

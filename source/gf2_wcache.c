@@ -26,7 +26,9 @@
  * (gf2_wc_open_check, from openat) finds it, asks for a drain (a time in
  * the record until which the holder caches none of the file's writes) and
  * fails with EAGAIN: smbd takes that for a kernel oplock and retries the
- * open once a second.  smbd runs the whole open again after an oplock or
+ * open once a second.  An entry names its process by pid and start time,
+ * so that a process given the pid of one that crashed is not taken for
+ * the holder.  smbd runs the whole open again after an oplock or
  * lease break too, so the open that finally succeeds has found no entry
  * after the holder's lease lost its write caching.  Entries of processes
  * that died are dropped by whoever reads them.
@@ -61,6 +63,8 @@ struct gf2_wc {
 	char *key;
 	uint32_t id;
 	bool registered;	/* an entry in the tdb */
+	uint32_t max_wait_ms;	/* a blocking wait for a call, at most */
+	bool stalled;		/* a wait gave up; nothing landed since */
 	struct gf2_wq q;
 	uint8_t *gbuf;		/* the gather's buffer, q.gather.cap bytes */
 	struct gf2_wc_call *calls[GF2_WQ_MAX_INFLIGHT];
@@ -89,6 +93,7 @@ struct gf2_wc_rec_hdr {
 struct gf2_wc_rec_ent {
 	uint32_t pid;
 	uint32_t id;
+	uint64_t start;		/* the process's start time, 0: not known */
 };
 
 #define GF2_WC_REC_MAX 64
@@ -170,9 +175,77 @@ static void gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
 	}
 }
 
-static bool gf2_wc_pid_alive(pid_t pid)
+/*
+ * When process pid started (clock ticks after boot, /proc/PID/stat's
+ * 22nd field), or 0 if that cannot be read.
+ */
+static uint64_t gf2_wc_start_time(pid_t pid)
 {
-	return kill(pid, 0) == 0 || errno != ESRCH;
+	char path[64];
+	char buf[1024];
+	char *p = NULL;
+	char *end = NULL;
+	ssize_t n;
+	int fd;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) {
+		return 0;
+	}
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	if (p == NULL) {
+		return 0;
+	}
+	p += 1;
+	/* after the name: state is field 3, starttime field 22 */
+	for (i = 3; i < 22; i++) {
+		p = strchr(p + 1, ' ');
+		if (p == NULL) {
+			return 0;
+		}
+	}
+	return strtoull(p + 1, &end, 10);
+}
+
+/* This process's start time, read once per process. */
+static uint64_t gf2_wc_my_start(void)
+{
+	static pid_t pid;
+	static uint64_t start;
+
+	if (pid != getpid()) {
+		pid = getpid();
+		start = gf2_wc_start_time(pid);
+	}
+	return start;
+}
+
+/*
+ * The process that made entry e still runs: its pid exists and, where
+ * both start times are known, started when the entry says (not a new
+ * process that was given the pid of a crashed one).
+ */
+static bool gf2_wc_holder_alive(const struct gf2_wc_rec_ent *e)
+{
+	uint64_t start;
+
+	if (kill(e->pid, 0) != 0 && errno == ESRCH) {
+		return false;
+	}
+	if (e->start == 0) {
+		return true;
+	}
+	start = gf2_wc_start_time(e->pid);
+	return start == 0 || start == e->start;
 }
 
 /* Add (on) or remove this cache's entry.  false: could not add it. */
@@ -201,7 +274,7 @@ static bool gf2_wc_reg(struct gf2_wc *wc, bool on)
 			return false;
 		}
 		r.e[r.h.n++] = (struct gf2_wc_rec_ent) {
-			.pid = me, .id = wc->id,
+			.pid = me, .id = wc->id, .start = gf2_wc_my_start(),
 		};
 	}
 	gf2_wc_rec_write(db, k, &r);
@@ -252,6 +325,27 @@ static void gf2_wc_thread_fn(struct gf2_io *io)
 	pthread_mutex_unlock(&gf2_wc_mu);
 }
 
+static void gf2_wc_kick_im(struct tevent_context *ev,
+			   struct tevent_immediate *im, void *private_data);
+
+/*
+ * Bytes of wc landed: the writes of the file's other handles that wait
+ * for them (gf2_wc_behind_other) may go on.  Not inline: this runs inside
+ * drains and sends.
+ */
+static void gf2_wc_wake_others(struct gf2_wc *wc)
+{
+	struct gf2_wc *o = NULL;
+
+	for (o = gf2_wcs; o != NULL; o = o->next) {
+		if (o != wc && o->waiters != NULL &&
+		    strcmp(o->key, wc->key) == 0) {
+			tevent_schedule_immediate(o->im, o->ev, gf2_wc_kick_im,
+						  o);
+		}
+	}
+}
+
 static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 {
 	const struct gf2_wq_ext *x = &wc->q.fly[slot];
@@ -268,6 +362,7 @@ static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 			wc->st->c.wc_errors += 1;
 		}
 	}
+	wc->stalled = false;
 	cap = gf2_wq_done(&wc->q, slot, err);
 	gf2_pf_mem_give(cap);
 	wc->calls[slot] = NULL;
@@ -281,6 +376,7 @@ static void gf2_wc_land_slot(struct gf2_wc *wc, unsigned slot, int err)
 		gf2_stats_changed(wc->st);
 	}
 	gf2_wc_track(wc);
+	gf2_wc_wake_others(wc);
 }
 
 static void gf2_wc_land(struct gf2_wc *wc, struct gf2_wc_call *call,
@@ -350,24 +446,61 @@ static void gf2_wc_send(struct gf2_wc *wc)
 	}
 }
 
-/* Block until the call in slot i arrives, then land it. */
-static void gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
+/*
+ * Block until the call in slot i arrives, then land it; 0.  smbd's main
+ * thread waits here, so not beyond wc->max_wait_ms: a brick that answers
+ * Gluster's pings but not the write would otherwise hold the process
+ * until Gluster's frame timeout (30 minutes by default).  ETIMEDOUT: the
+ * call is still Gluster's (its completion lands it later), and until
+ * something of the queue lands, later waits give up at once.
+ */
+static int gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
 {
 	struct gf2_wc_call *call = wc->calls[i];
 	struct gf2_io *io = talloc_parent(call);
+	struct timespec until;
+	bool arrived;
+	int ret = 0;
 
-	pthread_mutex_lock(&gf2_wc_mu);
-	while (!call->arrived) {
-		pthread_cond_wait(&gf2_wc_cond, &gf2_wc_mu);
+	if (wc->stalled) {
+		return ETIMEDOUT;
 	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wc->max_wait_ms / 1000;
+	until.tv_nsec += (long)(wc->max_wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec += 1;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&gf2_wc_mu);
+	while (!call->arrived && ret == 0) {
+		ret = pthread_cond_timedwait(&gf2_wc_cond, &gf2_wc_mu,
+					     &until);
+	}
+	arrived = call->arrived;
 	pthread_mutex_unlock(&gf2_wc_mu);
+	if (!arrived) {
+		wc->stalled = true;
+		DBG_ERR("%s: a queued write of %" PRIu64 " bytes at offset %"
+			PRIu64 " has had no answer from Gluster for %" PRIu32
+			" ms (glusterfs2:write cache max wait); the call "
+			"waiting for it fails with ETIMEDOUT\n", wc->key,
+			wc->q.fly[i].len, wc->q.fly[i].off,
+			wc->max_wait_ms);
+		return ETIMEDOUT;
+	}
 	gf2_wc_land(wc, call, io);
+	return 0;
 }
 
-/* Everything queued onto the bricks, blocking.  The error stays latched. */
-static void gf2_wc_flush(struct gf2_wc *wc)
+/*
+ * Everything queued onto the bricks, blocking.  The error stays latched.
+ * 0, or ETIMEDOUT (gf2_wc_wait_slot).
+ */
+static int gf2_wc_flush(struct gf2_wc *wc)
 {
 	unsigned i;
+	int err;
 
 	while (!gf2_wq_idle(&wc->q)) {
 		if (gf2_wq_should_send(&wc->q, true)) {
@@ -376,7 +509,6 @@ static void gf2_wc_flush(struct gf2_wc *wc)
 		}
 		for (i = 0; i < GF2_WQ_MAX_INFLIGHT; i++) {
 			if (wc->calls[i] != NULL) {
-				gf2_wc_wait_slot(wc, i);
 				break;
 			}
 		}
@@ -385,7 +517,12 @@ static void gf2_wc_flush(struct gf2_wc *wc)
 			DBG_ERR("write queue out of step\n");
 			break;
 		}
+		err = gf2_wc_wait_slot(wc, i);
+		if (err != 0) {
+			return err;
+		}
 	}
+	return 0;
 }
 
 /* -- requests ------------------------------------------------------- */
@@ -402,6 +539,14 @@ struct gf2_wc_waiter {
 	struct gf2_wc *wc;
 	enum gf2_wc_wkind kind;
 	bool may_cache;
+	/*
+	 * A write owes one call of end_fn (the change bracket its caller
+	 * began) until it hands it on: to the gather (gather_ends) or to
+	 * the direct write.  Failed, cancelled or freed before: paid here.
+	 */
+	bool owes_end;
+	void (*end_fn)(void *arg);
+	void *end_arg;
 	const uint8_t *data;
 	size_t n;
 	off_t offset;
@@ -409,8 +554,20 @@ struct gf2_wc_waiter {
 	struct vfs_aio_state aio_state;
 };
 
+static void gf2_wc_waiter_end(struct gf2_wc_waiter *w)
+{
+	if (!w->owes_end) {
+		return;
+	}
+	w->owes_end = false;
+	if (w->end_fn != NULL) {
+		w->end_fn(w->end_arg);
+	}
+}
+
 static int gf2_wc_waiter_destructor(struct gf2_wc_waiter *w)
 {
+	gf2_wc_waiter_end(w);
 	if (w->wc != NULL) {
 		DLIST_REMOVE(w->wc->waiters, w);
 		w->wc = NULL;
@@ -427,6 +584,7 @@ static void gf2_wc_unpark(struct gf2_wc_waiter *w)
 static void gf2_wc_fail(struct gf2_wc_waiter *w, int err)
 {
 	gf2_wc_unpark(w);
+	gf2_wc_waiter_end(w);
 	w->aio_state.error = err;
 	w->ret = -1;
 	tevent_req_error(w->req, err);
@@ -445,10 +603,13 @@ static void gf2_wc_direct(struct gf2_wc_waiter *w)
 
 	gf2_wc_unpark(w);
 	subreq = gf2_pwrite_send(w, wc->ev, wc->fh, w->data, w->n,
-				 w->offset, wc->end_fn, wc->end_arg);
+				 w->offset, w->end_fn, w->end_arg);
 	if (tevent_req_nomem(subreq, w->req)) {
+		gf2_wc_waiter_end(w);
 		return;
 	}
+	/* the direct write calls end_fn */
+	w->owes_end = false;
 	tevent_req_set_callback(subreq, gf2_wc_direct_done, w->req);
 }
 
@@ -537,6 +698,7 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 		break;
 	}
 	wc->gather_ends += 1;
+	w->owes_end = false;
 	gf2_wc_track(wc);
 	if (wc->st != NULL) {
 		wc->st->c.wc_writes += 1;
@@ -547,6 +709,32 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 	w->ret = w->n;
 	tevent_req_done(w->req);
 	return true;
+}
+
+/*
+ * Another handle of the file in this process holds acknowledged bytes
+ * that [off, off + len) overlaps: they reach Gluster first, and the write
+ * is acknowledged only after them (the order of acknowledgement is the
+ * order on the bricks, whatever the handle).  Sends that handle's gather
+ * if it may go.  true: the write waits; gf2_wc_wake_others kicks again.
+ */
+static bool gf2_wc_behind_other(struct gf2_wc *wc, uint64_t off,
+				uint64_t len)
+{
+	struct gf2_wc *o = NULL;
+	bool wait = false;
+
+	for (o = gf2_wcs; o != NULL; o = o->next) {
+		if (o == wc || strcmp(o->key, wc->key) != 0 ||
+		    !gf2_wq_holds(&o->q, off, len)) {
+			continue;
+		}
+		wait = true;
+		if (gf2_wq_can_send(&o->q)) {
+			gf2_wc_send(o);
+		}
+	}
+	return wait;
 }
 
 /* Serve the waiters in order, as far as the queue allows. */
@@ -565,6 +753,9 @@ static void gf2_wc_kick(struct gf2_wc *wc)
 			if (gf2_wc_drain_asked(wc)) {
 				w->may_cache = false;
 				continue;
+			}
+			if (gf2_wc_behind_other(wc, w->offset, w->n)) {
+				break;
 			}
 			if (!gf2_wc_queue(w)) {
 				break;
@@ -591,6 +782,9 @@ static void gf2_wc_kick(struct gf2_wc *wc)
 		if (w->kind == GF2_WC_W_DRAIN) {
 			gf2_wc_fsync(w);
 			continue;
+		}
+		if (gf2_wc_behind_other(wc, w->offset, w->n)) {
+			break;
 		}
 		gf2_wc_direct(w);
 	}
@@ -642,6 +836,9 @@ struct tevent_req *gf2_wc_write_send(TALLOC_CTX *mem_ctx,
 	}
 	w = tevent_req_data(req, struct gf2_wc_waiter);
 	w->may_cache = may_cache && n > 0;
+	w->owes_end = true;
+	w->end_fn = wc->end_fn;
+	w->end_arg = wc->end_arg;
 	w->data = data;
 	w->n = n;
 	w->offset = offset;
@@ -703,9 +900,13 @@ bool gf2_wc_is_req(struct tevent_req *req)
 
 int gf2_wc_drain_sync(struct gf2_wc *wc)
 {
-	gf2_wc_flush(wc);
+	int err = gf2_wc_flush(wc);
+
 	if (wc->waiters != NULL) {
 		tevent_schedule_immediate(wc->im, wc->ev, gf2_wc_kick_im, wc);
+	}
+	if (err != 0) {
+		return err;
 	}
 	return gf2_wq_take_error(&wc->q);
 }
@@ -716,21 +917,26 @@ static char *gf2_wc_key(TALLOC_CTX *mem_ctx, const char *volname,
 	return talloc_asprintf(mem_ctx, "%s/%" PRIu64, volname, ino);
 }
 
-void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
+int gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
 {
 	struct gf2_wc *wc = NULL;
 	char *key = NULL;
+	int ret = 0;
+	int err;
 
 	if (gf2_wc_busy == 0) {
-		return;
+		return 0;
 	}
 	key = gf2_wc_key(talloc_tos(), volname, ino);
 	if (key == NULL) {
-		return;
+		return ENOMEM;
 	}
 	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
 		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, key) == 0) {
-			gf2_wc_flush(wc);
+			err = gf2_wc_flush(wc);
+			if (ret == 0) {
+				ret = err;
+			}
 			if (wc->waiters != NULL) {
 				tevent_schedule_immediate(wc->im, wc->ev,
 							  gf2_wc_kick_im, wc);
@@ -738,6 +944,7 @@ void gf2_wc_drain_file_sync(const char *volname, uint64_t ino)
 		}
 	}
 	TALLOC_FREE(key);
+	return ret;
 }
 
 /* A cache of this process on the file (key) with bytes not yet landed. */
@@ -768,6 +975,25 @@ bool gf2_wc_file_busy(const char *volname, uint64_t ino)
 	busy = gf2_wc_busy_on(key) != NULL;
 	TALLOC_FREE(key);
 	return busy;
+}
+
+int gf2_wc_file_error(const char *volname, uint64_t ino)
+{
+	struct gf2_wc *wc = NULL;
+	char *key = NULL;
+	int err = 0;
+
+	key = gf2_wc_key(talloc_tos(), volname, ino);
+	if (key == NULL) {
+		return 0;
+	}
+	for (wc = gf2_wcs; wc != NULL && err == 0; wc = wc->next) {
+		if (strcmp(wc->key, key) == 0) {
+			err = wc->q.err;
+		}
+	}
+	TALLOC_FREE(key);
+	return err;
 }
 
 /*
@@ -857,7 +1083,10 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 	TDB_DATA k;
 	int ret = 0;
 
-	gf2_wc_drain_file_sync(volname, ino);
+	ret = gf2_wc_drain_file_sync(volname, ino);
+	if (ret != 0) {
+		return ret;
+	}
 	db = gf2_wc_db();
 	if (db == NULL) {
 		return 0;
@@ -878,7 +1107,7 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 		return 0;
 	}
 	for (i = 0, j = 0; i < r.h.n; i++) {
-		if (r.e[i].pid == me || !gf2_wc_pid_alive(r.e[i].pid)) {
+		if (r.e[i].pid == me || !gf2_wc_holder_alive(&r.e[i])) {
 			continue;
 		}
 		r.e[j++] = r.e[i];
@@ -931,6 +1160,7 @@ static int gf2_wc_destructor(struct gf2_wc *wc)
 struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 			  struct gf2_fh *fh, struct gf2_stats *st,
 			  const char *volname, uint64_t ino,
+			  uint32_t max_wait_ms,
 			  void (*end_fn)(void *arg), void *end_arg)
 {
 	struct gf2_wc *wc = talloc_zero(mem_ctx, struct gf2_wc);
@@ -948,6 +1178,7 @@ struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 	wc->fh = fh;
 	wc->st = st;
 	wc->id = ++gf2_wc_next_id;
+	wc->max_wait_ms = max_wait_ms;
 	wc->end_fn = end_fn;
 	wc->end_arg = end_arg;
 	gf2_wq_init(&wc->q, GF2_WC_MERGE, GF2_WC_INFLIGHT);

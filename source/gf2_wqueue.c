@@ -26,6 +26,25 @@ static bool gf2_wq_overlap(const struct gf2_wq_ext *a,
 	return a->off < b->off + b->len && b->off < a->off + a->len;
 }
 
+bool gf2_wq_holds(const struct gf2_wq *q, uint64_t off, uint64_t len)
+{
+	const struct gf2_wq_ext x = { .off = off, .len = len };
+	unsigned i;
+
+	if (len == 0) {
+		return false;
+	}
+	if (q->gather.used && gf2_wq_overlap(&x, &q->gather)) {
+		return true;
+	}
+	for (i = 0; i < GF2_WQ_MAX_INFLIGHT; i++) {
+		if (q->fly[i].used && gf2_wq_overlap(&x, &q->fly[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
 bool gf2_wq_can_send(const struct gf2_wq *q)
 {
 	unsigned i;

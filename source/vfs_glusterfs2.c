@@ -134,6 +134,7 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	}
 	c->lock_cache_ms = cfg->o.lock_cache_ms;
 	c->write_cache = cfg->o.write_cache;
+	c->wc_max_wait_ms = cfg->o.wc_max_wait_ms;
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
 				{

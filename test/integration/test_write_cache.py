@@ -17,7 +17,10 @@ test_second_opener_sees_every_acknowledged_byte opens the file in another
 process than the one holding the queued writes.
 """
 
+import fcntl
 import os
+import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -26,6 +29,7 @@ import time
 import pytest
 
 from gf2_bricks import brick_pids
+from gf2_private_smbd import PrivateSmbd, smbd_processes
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -188,6 +192,216 @@ def test_nothing_cached_without_a_lease(stack):
     assert grown(stack, 'wc_writes', c0, 1, timeout=3) == 0
 
 
+HOLD_S = 2
+HOLD_WAIT_S = 20
+
+
+# The tests that stop the bricks with SIGSTOP run before slow_bricks
+# (module-scoped) restarts them with delay-gen in their graphs.
+
+
+def test_overlapping_writes_of_two_handles_land_in_order(stack):
+    """Two handles of one file under one lease key: the first has bytes
+    acknowledged and still queued (the bricks stopped by SIGSTOP while it
+    writes), then the second writes new data over the last of them.  Once
+    both are closed, the file holds the second write: acknowledged writes
+    to the same bytes reach Gluster in the order they were acknowledged,
+    whatever the handle.  The bricks go on after HOLD_S seconds (from
+    another thread: the second write may wait for them)."""
+    name = 'wc-order.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    old = smb2q.Pattern('order-old')
+    new = smb2q.Pattern('order-new')
+    # one write in flight and a gather queued behind it, all
+    # acknowledged while the bricks are stopped
+    size = 64 * KiB + 512 * KiB
+    at = size - 64 * KiB
+    # each handle's first write asks the bricks about POSIX locks; the
+    # answer is trusted for a while: ask before the bricks stop
+    assert conn.write(h1, 0, old.get(0, 64 * KiB)) == 0
+    assert conn.write(h2, at, old.get(at, 64 * KiB)) == 0
+    assert conn.flush(h2) == 0
+    pids = list(brick_pids(stack).values())
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(
+        HOLD_S, lambda: [os.kill(pid, signal.SIGCONT) for pid in pids])
+    timer.start()
+    try:
+        conn.pipeline(h1, 'write', size, 64 * KiB, 1, old)
+        held = timer.is_alive()
+        status = conn.write(h2, at, new.get(at, 64 * KiB))
+    finally:
+        timer.join()
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert held, 'the bricks went on before the first handle\'s writes ' \
+        'were acknowledged'
+    assert status == 0, smb2q.status_str(status)
+    with open(brick_file(stack, name), 'rb') as f:
+        f.seek(at)
+        got = f.read(64 * KiB)
+        f.seek(0)
+        head = f.read(at)
+    assert head == old.get(0, at), 'the first handle\'s bytes differ'
+    assert got == new.get(at, 64 * KiB), (
+        'the bytes the second handle wrote last were overwritten by the '
+        'first handle\'s earlier write')
+
+
+WAIT_MS = 2000
+STATUS_IO_TIMEOUT = 0xc00000b5      # ETIMEDOUT
+
+
+@pytest.fixture
+def short_wait(stack):
+    """A private smbd whose write-cache share bounds its waits for
+    queued writes to WAIT_MS."""
+    s = PrivateSmbd('wcache-wait', stack)
+    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
+             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
+                                                     'localhost')),
+             ('glusterfs2:logfile', os.path.join(s.dir,
+                                                 'glusterfs2-%M.log')),
+             ('glusterfs2:write cache', 'yes'),
+             ('glusterfs2:write cache max wait', str(WAIT_MS)),
+             ('kernel share modes', 'no'), ('kernel oplocks', 'no'),
+             ('read only', 'no')]
+    s.write_conf([], [('wcwait', share)])
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_wait_for_a_hung_brick_is_bounded(stack, short_wait):
+    """Acknowledged writes are queued when the file's brick stops
+    answering (SIGSTOP; Gluster's ping timeout, 42 s, has not passed when
+    it goes on, HOLD_WAIT_S later).  A CLOSE, which waits for the queue
+    in smbd's main thread, answers within the share's write cache max
+    wait (WAIT_MS) with NT_STATUS_IO_TIMEOUT instead of holding the
+    connection's process until the brick answers; and the process serves
+    the connection again (an ECHO)."""
+    name = 'wc-hung.bin'
+    fresh(stack, name)
+    conn = smb2q.Conn(stack['SMB_HOST'], short_wait.port,
+                      stack['SMB_USER'], stack['SMB_PASS'], 'wcwait',
+                      timeout=120)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('hung')
+    # the first write asks the bricks about POSIX locks: before they stop
+    assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert conn.flush(h) == 0
+    pids = list(brick_pids(stack).values())
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    timer = threading.Timer(
+        HOLD_WAIT_S, lambda: [os.kill(pid, signal.SIGCONT) for pid in pids])
+    timer.start()
+    try:
+        conn.pipeline(h, 'write', 512 * KiB, 64 * KiB, 1, pat,
+                      start=64 * KiB)
+        status = conn.close_status(h)
+        held = timer.is_alive()
+        echo = conn.simple(smb2q.s3.SMB2_ECHO, struct.pack('<HH', 4, 0),
+                           'echo')
+    finally:
+        timer.cancel()
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    conn.drop()
+    assert held, 'CLOSE answered only after the bricks went on'
+    assert status == STATUS_IO_TIMEOUT, smb2q.status_str(status)
+    assert echo == 0, smb2q.status_str(echo)
+
+
+def registry_entries(stack):
+    """{key: (tdb, raw record)} of the write cache's cross-process
+    registry in the stack smbd's lock directory (glusterfs2_wcache.tdb:
+    a header of 16 bytes, then one entry per holder, its pid first)."""
+    import tdb
+    conf = smb2q_conf_value(stack['SMB_CONF'], 'lock directory')
+    db = tdb.Tdb(os.path.join(conf, 'glusterfs2_wcache.tdb'), 0,
+                 tdb.DEFAULT, os.O_RDWR)
+    return db, {k: db.get(k) for k in db.keys()}
+
+
+def smb2q_conf_value(conf, name):
+    with open(conf) as f:
+        for line in f:
+            k, _, v = line.partition('=')
+            if k.strip() == name:
+                return v.strip()
+    raise AssertionError('%s: no %s' % (conf, name))
+
+
+def test_registry_entry_of_a_crashed_holder(stack):
+    """The smbd process holding acknowledged writes of a file crashes
+    (SIGKILL) and its pid goes to another process (here: the test's own
+    pid written into the registry entry it left).  Another connection's
+    open of the file does not take that process for the holder: it
+    succeeds at once instead of waiting for a drain that never comes
+    (about 70 s of retries, then a failure)."""
+    name = 'wc-crashed.bin'
+    fresh(stack, name)
+    a = connect(stack)
+    h = a.open(name, write=True, create=True, lease_key=lease_key())
+    assert a.granted == 'lease RWH'
+    pat = smb2q.Pattern('crashed')
+    assert a.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert a.flush(h) == 0
+    pids = list(brick_pids(stack).values())
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        a.pipeline(h, 'write', 256 * KiB, 64 * KiB, 1, pat, start=64 * KiB)
+        db, recs = registry_entries(stack)
+        smbds = set(smbd_processes(stack['SMB_CONF']))
+        mine = {k: v for k, v in recs.items()
+                if k.startswith(stack['GLUSTER_VOLUME'].encode() + b'/') and
+                struct.unpack_from('<I', v, 8)[0] > 0 and
+                struct.unpack_from('<I', v, 16)[0] in smbds}
+        assert len(mine) == 1, 'no registry entry for the queued writes'
+        key, rec = mine.popitem()
+        holder = struct.unpack_from('<I', rec, 16)[0]
+        os.kill(holder, signal.SIGKILL)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    a.drop()
+    while os.path.exists('/proc/%d' % holder):
+        time.sleep(0.1)
+    # the pid now names another, live process
+    rec = bytearray(rec)
+    struct.pack_into('<I', rec, 16, os.getpid())
+    db.store(key, bytes(rec))
+    db.close()
+    b = connect(stack)
+    t0 = time.monotonic()
+    try:
+        fid = b.open(name, write=False, create=False)
+        status = 0
+    except smb2q.Failure as e:
+        status = str(e)
+    took = time.monotonic() - t0
+    if status == 0:
+        b.close(fid)
+    b.drop()
+    assert status == 0, 'open after %.1f s: %s' % (took, status)
+
+
 @pytest.mark.parametrize('how', ['lease', 'batch', 'exclusive'])
 def test_lease_or_oplock_caches_and_close_drains(stack, slow_bricks, how):
     """Under an RWH lease or a batch/exclusive oplock writes are
@@ -248,6 +462,113 @@ def test_write_through_drains(stack, slow_bricks):
     conn.close(fid)
     conn.drop()
     assert ok, what
+
+
+@pytest.fixture
+def mandatory_locks(stack):
+    """Every fcntl lock on the volume is mandatory ('forced'): a brick
+    refuses a WRITE into a range another client has locked (EAGAIN: smbd
+    opens its files O_NONBLOCK).  An acknowledged write into such a range
+    fails where it lands, whatever the timing."""
+    vol = stack['GLUSTER_VOLUME']
+    gl('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
+    time.sleep(VOLFILE_S)
+    yield vol
+    gl('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
+    time.sleep(VOLFILE_S)
+
+
+STATUS_NETWORK_BUSY = 0xc00000bf    # EAGAIN
+# glusterd tells clients of a changed volfile asynchronously: a client
+# that connects meanwhile switches graphs under a test, reopening its
+# files on the bricks (a test that stops the bricks then stops too)
+VOLFILE_S = 3
+
+
+@pytest.mark.parametrize('how', ['flush', 'write_through'])
+def test_flush_of_one_handle_answers_for_every_handle(stack,
+                                                      mandatory_locks, how):
+    """Two handles of one file under one lease key (as Windows opens a
+    file more than once): a write acknowledged through the first, then a
+    FLUSH (or a WRITE_THROUGH write elsewhere in the file) through the
+    second.  The answer waits for the first handle's acknowledged byte to
+    land, so it can tell whether it is on the bricks: here it is not (a
+    lock held through the FUSE mount makes the brick refuse it), and the
+    FLUSH or WRITE_THROUGH says so instead of succeeding.  The first
+    handle reports the error too, at its FLUSH."""
+    name = 'wc-2h-%s.bin' % how
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('2h-' + how)
+    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
+        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
+        assert conn.write(h1, 0, pat.get(0, 64 * KiB)) == 0
+        if how == 'flush':
+            status = conn.flush(h2)
+        else:
+            status = conn.write(h2, 1 * MiB, pat.get(1 * MiB, 64 * KiB),
+                                WRITE_THROUGH)
+        first = conn.flush(h1)
+        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert first == STATUS_NETWORK_BUSY, (
+        'the lock did not make the brick refuse the write: FLUSH of the '
+        'first handle: %s' % smb2q.status_str(first))
+    assert status == STATUS_NETWORK_BUSY, (
+        '%s through the second handle: %s, although the first handle\'s '
+        'acknowledged write never reached the brick' % (
+            how, smb2q.status_str(status)))
+
+
+def test_prefetch_goes_on_after_a_failed_cached_write(stack,
+                                                    mandatory_locks):
+    """A write acknowledged once queued fails on the brick (a lock held
+    through the FUSE mount); the handle's next write reports it
+    (NT_STATUS_NETWORK_BUSY).  Neither leaves the file's prefetch paused:
+    a sequential read of the file afterwards,
+    through another handle of the same connection, is read ahead (the
+    share's prefetch_bytes counter grows)."""
+    name = 'wc-pfpause.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('pfpause')
+    size = 8 * MiB
+    conn.pipeline(h, 'write', size, 64 * KiB, 4, pat)
+    assert conn.flush(h) == 0
+    statuses = []
+    with open(os.path.join(stack['FUSE_MOUNT'], name), 'r+b') as f:
+        fcntl.lockf(f, fcntl.LOCK_EX, 64 * KiB, 0)
+        assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+        # the next write reports the error once the first has landed
+        for _ in range(50):
+            status = conn.write(h, 64 * KiB, pat.get(64 * KiB, 64 * KiB))
+            statuses.append(status)
+            if status != 0:
+                break
+            time.sleep(0.1)
+        fcntl.lockf(f, fcntl.LOCK_UN, 64 * KiB, 0)
+    assert statuses[-1] == STATUS_NETWORK_BUSY, [
+        smb2q.status_str(s) for s in statuses]
+    # the bytes the failed write should have written, again
+    assert conn.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert conn.flush(h) == 0
+    # prefetch pauses per file in the process: read through a new handle
+    r = conn.open(name, write=False, create=False)
+    p0 = counters(stack).get('prefetch_bytes', 0)
+    conn.pipeline(r, 'read', size, 64 * KiB, 1, pat)
+    grew = grown(stack, 'prefetch_bytes', p0, 1)
+    closed = (conn.close_status(r), conn.close_status(h))
+    conn.drop()
+    assert closed == (0, 0), closed
+    assert grew > 0, 'nothing was read ahead: prefetch stayed paused'
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,

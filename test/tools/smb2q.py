@@ -750,6 +750,13 @@ class Conn:
         return self.simple(s3.SMB2_FLUSH, struct.pack('<HHI16s', 24, 0, 0,
                                                       fid), 'flush')
 
+    def write(self, fid, off, data, flags=0):
+        """One SMB2 WRITE (flags: SMB2_WRITEFLAG_*); returns the
+        NTSTATUS."""
+        return self.simple(s3.SMB2_WRITE, WRITE_REQ.pack(
+            49, 64 + 48, len(data), off, fid, 0, 0, 0, 0, flags) + data,
+            'write')
+
     def close_status(self, fid):
         """SMB2 CLOSE; returns the NTSTATUS."""
         return self.simple(s3.SMB2_CLOSE, struct.pack('<HHI16s', 24, 0, 0,

@@ -89,6 +89,37 @@ static void test_gather_goes_when_nothing_flies(void **state)
 	assert_int_equal(gf2_wq_queued(&q), 0);
 }
 
+/* What another handle's write must wait for: gathered or in flight. */
+static void test_holds(void **state)
+{
+	struct gf2_wq q;
+	unsigned slot;
+
+	gf2_wq_init(&q, 1 * MiB, 4);
+	assert_false(gf2_wq_holds(&q, 0, 1 * MiB));
+	assert_int_equal(put(&q, 0, 64 * KiB, 64 * MiB), GF2_WQ_NEW);
+	slot = gf2_wq_send(&q);
+	assert_int_equal(put(&q, 64 * KiB, 64 * KiB, 64 * MiB), GF2_WQ_NEW);
+	/* in flight */
+	assert_true(gf2_wq_holds(&q, 0, 1));
+	assert_true(gf2_wq_holds(&q, 64 * KiB - 1, 1));
+	/* gathered */
+	assert_true(gf2_wq_holds(&q, 100 * KiB, 4 * KiB));
+	assert_true(gf2_wq_holds(&q, 0, 1 * MiB));
+	/* beside them, or empty */
+	assert_false(gf2_wq_holds(&q, 128 * KiB, 64 * KiB));
+	assert_false(gf2_wq_holds(&q, 10 * KiB, 0));
+	/* landed: no longer held */
+	(void)gf2_wq_done(&q, slot, 0);
+	assert_false(gf2_wq_holds(&q, 0, 64 * KiB));
+	assert_true(gf2_wq_holds(&q, 64 * KiB, 1));
+	slot = gf2_wq_send(&q);
+	assert_true(gf2_wq_holds(&q, 64 * KiB, 1));
+	(void)gf2_wq_done(&q, slot, EIO);
+	assert_false(gf2_wq_holds(&q, 0, 1 * MiB));
+	(void)state;
+}
+
 static void test_overlap_waits_for_flight(void **state)
 {
 	struct gf2_wq q;
@@ -171,6 +202,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sequential_writes_gather),
 		cmocka_unit_test(test_gather_goes_when_nothing_flies),
+		cmocka_unit_test(test_holds),
 		cmocka_unit_test(test_overlap_waits_for_flight),
 		cmocka_unit_test(test_slots_limit),
 		cmocka_unit_test(test_budget),
