@@ -1,4 +1,4 @@
-"""The brick processes of the test stack's volume.
+"""The brick processes of the test stack's volume, and the gluster CLI.
 
 brick_pids(stack) asks the stack's glusterd (`gluster volume status
 --xml`), so it names only this stack's bricks: a test platform's stack on
@@ -9,6 +9,17 @@ take for these.
 
 import subprocess
 import xml.etree.ElementTree as ET
+
+
+def gluster(*args, check=True):
+    """Run the gluster CLI in script mode; with check, a non-zero exit is
+    an AssertionError that carries the CLI's output."""
+    p = subprocess.run(['gluster', '--mode=script'] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError('gluster %s: %s' % (' '.join(args), p.stdout))
+    return p
 
 
 def brick_pids(stack):

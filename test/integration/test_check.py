@@ -16,19 +16,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from gf2_bricks import gluster
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CHECK = os.path.join(TOP, 'tools', 'glusterfs2-check')
-G = ['gluster', '--mode=script']
 
 
-def gl(*args, check=True):
-    p = subprocess.run(G + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True,
-                       timeout=120)
-    if check and p.returncode != 0:
-        raise AssertionError('gluster %s: %s' % (' '.join(args), p.stdout))
-    return p
+gl = gluster
 
 
 def brick_pids(vol):

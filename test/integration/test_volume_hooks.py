@@ -21,6 +21,8 @@ import uuid
 
 import pytest
 
+from gf2_bricks import gluster
+
 from conftest import TOP
 from gf2_private_smbd import PrivateSmbd, parse_smb_conf
 
@@ -29,17 +31,10 @@ HOOKS = '/var/lib/glusterd/hooks/1'
 INSTALL = {'start/post': 'S29glusterfs2-start.sh',
            'stop/pre': 'S29glusterfs2-stop.sh',
            'set/post': 'S29glusterfs2-set.sh'}
-G = ['gluster', '--mode=script']
 MiB = 1 << 20
 
 
-def gl(*args, check=True):
-    p = subprocess.run(G + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, universal_newlines=True,
-                       timeout=120)
-    if check and p.returncode != 0:
-        raise AssertionError('gluster %s: %s' % (' '.join(args), p.stdout))
-    return p
+gl = gluster
 
 
 def hooks_running(vol):
