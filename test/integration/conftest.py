@@ -91,9 +91,22 @@ CI_CLUSTER_REASON = ('CI runs the failover scenarios on glusterfs2\'s share '
 _ci_deselected = []
 
 
+# CI also leaves out the runs that measure the stock module and assert
+# nothing of glusterfs2 (printed for the record; test/run-all elsewhere
+# runs them).  The stock module's controls, which show that a glusterfs2
+# test can fail, stay in CI.
+CI_MEASUREMENTS = {
+    'test_faults.py::test_open_storm_stock_module_measurement':
+        'the stock module\'s open storm, measured and printed, not asserted',
+}
+
+
 def _ci_bounded(item):
-    if os.environ.get('CI') != 'true' or \
-            os.environ.get('GF2_CLUSTER_FULL') == '1':
+    if os.environ.get('CI') != 'true':
+        return False
+    if item.nodeid in CI_MEASUREMENTS:
+        return True
+    if os.environ.get('GF2_CLUSTER_FULL') == '1':
         return False
     if item.nodeid.split('::')[0].endswith('test_cluster_fcntl_lock.py'):
         return True
@@ -111,8 +124,8 @@ def pytest_collection_modifyitems(config, items):
         _ci_deselected.extend(item.nodeid for item in drop)
         tr = config.pluginmanager.get_plugin('terminalreporter')
         if tr:
-            tr.write_line('CI: %d test(s) deselected: %s' %
-                          (len(drop), CI_CLUSTER_REASON))
+            tr.write_line('CI: %d test(s) deselected (reasons in the '
+                          'summary)' % len(drop))
     module = _sanitizer_module()
     if module is None:
         return
@@ -139,10 +152,11 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_terminal_summary(terminalreporter):
     if _ci_deselected:
-        terminalreporter.write_sep('=', 'deselected in CI: %d (%s)' % (
-            len(_ci_deselected), CI_CLUSTER_REASON))
+        terminalreporter.write_sep('=', 'deselected in CI: %d' %
+                                   len(_ci_deselected))
         for nodeid in _ci_deselected:
-            terminalreporter.write_line(nodeid)
+            terminalreporter.write_line('%s: %s' % (
+                nodeid, CI_MEASUREMENTS.get(nodeid, CI_CLUSTER_REASON)))
     if _asan_relaxed:
         terminalreporter.write_sep('=', 'checks relaxed in sanitizer mode: '
                                    '%d' % len(_asan_relaxed))
