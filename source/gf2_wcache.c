@@ -1043,12 +1043,17 @@ int gf2_wc_file_error(const char *volname, uint64_t ino)
 /*
  * A read waits, without blocking the main loop, for every cache of the
  * file in this process to land what it acknowledged: a settle waiter on
- * each busy cache in turn.  Queued after the writes acknowledged before
- * the read, it holds back those that come after it until it is served.
+ * each cache busy when the read came, in turn, once.  Queued after the
+ * writes acknowledged before the read, it holds back those that come
+ * after it until it is served; those it does not wait for, so that a
+ * steady writer on another handle cannot hold the read back for ever.
  */
 struct gf2_wc_settle_state {
 	struct tevent_context *ev;
 	char *key;
+	uint32_t *ids;		/* the caches busy when the read came */
+	unsigned nids;
+	unsigned next;		/* ids[next] is the next to wait for */
 };
 
 static void gf2_wc_settle_next(struct tevent_req *req);
@@ -1067,9 +1072,19 @@ static void gf2_wc_settle_next(struct tevent_req *req)
 {
 	struct gf2_wc_settle_state *state = tevent_req_data(
 		req, struct gf2_wc_settle_state);
-	struct gf2_wc *wc = gf2_wc_busy_on(state->key);
+	struct gf2_wc *wc = NULL;
 	struct tevent_req *subreq = NULL;
 
+	while (wc == NULL && state->next < state->nids) {
+		uint32_t id = state->ids[state->next++];
+
+		for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+			if (wc->id == id && !gf2_wq_idle(&wc->q) &&
+			    strcmp(wc->key, state->key) == 0) {
+				break;
+			}
+		}
+	}
 	if (wc == NULL) {
 		tevent_req_done(req);
 		return;
@@ -1088,6 +1103,8 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 {
 	struct tevent_req *req = NULL;
 	struct gf2_wc_settle_state *state = NULL;
+	struct gf2_wc *wc = NULL;
+	unsigned n = 0;
 
 	req = tevent_req_create(mem_ctx, &state, struct gf2_wc_settle_state);
 	if (req == NULL) {
@@ -1097,6 +1114,20 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 	state->key = gf2_wc_key(state, volname, ino);
 	if (tevent_req_nomem(state->key, req)) {
 		return tevent_req_post(req, ev);
+	}
+	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, state->key) == 0) {
+			n += 1;
+		}
+	}
+	state->ids = talloc_array(state, uint32_t, MAX(n, 1));
+	if (tevent_req_nomem(state->ids, req)) {
+		return tevent_req_post(req, ev);
+	}
+	for (wc = gf2_wcs; wc != NULL && state->nids < n; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, state->key) == 0) {
+			state->ids[state->nids++] = wc->id;
+		}
 	}
 	gf2_wc_settle_next(req);
 	if (!tevent_req_is_in_progress(req)) {

@@ -309,3 +309,71 @@ def test_drain_started_by_another_users_open(stack, srv):
     assert status == 0, smb2q.status_str(status)
     assert_as(calls, PROC_WRITE, user, 1, 'the drained write')
 
+
+# -- a reader beside a steady writer -------------------------------------
+
+WRITER_DEPTH = 4
+WRITER_BOUND = 40 * WRITER_DEPTH
+
+
+def test_read_beside_a_steady_writer(stack, srv):
+    """Handle A writes steadily under an RWH lease (WRITER_DEPTH writes
+    of 64 KiB always outstanding, each next one sent when one is
+    answered); a READ on handle B of the same file, in the same smbd
+    process, waits only for the writes acknowledged before it came: it
+    is answered while the writer has had at most WRITER_BOUND more
+    answers, not after the writer stops."""
+    name = 'wc-steady.bin'
+    fresh(stack, name)
+    sess = Session(stack, srv)
+    c = sess.conn
+    key = lease_key()
+    pat = smb2q.Pattern('steady')
+    a = c.open(name, write=True, create=True, lease_key=key)
+    assert c.granted == 'lease RWH'
+    assert c.write(a, 0, pat.get(0, 64 * KiB)) == 0
+    assert c.flush(a) == 0
+    b = c.open(name, write=False, create=False, lease_key=key)
+    c.ensure_credits(2 * WRITER_DEPTH + 4)
+    writes = set()
+    off = 64 * KiB
+    for _ in range(WRITER_DEPTH):
+        writes.add(sess.send(c.write_packet(a, off,
+                                            pat.get(off, 64 * KiB))))
+        off += 64 * KiB
+    rmid = sess.send(c.read_packet(b, 0, 64 * KiB))
+    answered = 0
+    read = None
+    while read is None and answered < WRITER_BOUND:
+        for mid, status, frame, start, end in c.recv_responses():
+            rq = c.pending.pop(mid, None)
+            if rq is not None and rq.get('what') == 'break_ack':
+                c._break_ack_done(rq, status)
+                continue
+            if mid == rmid:
+                read = (status, bytes(frame[start:end]))
+                continue
+            assert mid in writes, 'answer to unknown message %d' % mid
+            assert status == 0, smb2q.status_str(status)
+            writes.discard(mid)
+            answered += 1
+            writes.add(sess.send(c.write_packet(a, off,
+                                                pat.get(off, 64 * KiB))))
+            off += 64 * KiB
+    later = read is None
+    # the writer stops: what is outstanding is answered
+    while writes or read is None:
+        for mid, status, frame, start, end in c.recv_responses():
+            c.pending.pop(mid, None)
+            if mid == rmid:
+                read = (status, bytes(frame[start:end]))
+            writes.discard(mid)
+    c.close(b)
+    c.close(a)
+    c.drop()
+    assert not later, \
+        'the read on handle B was answered only after the writer on ' \
+        'handle A had %d answers and stopped' % answered
+    assert read[0] == 0, smb2q.status_str(read[0])
+    doff, _r, dlen = struct.unpack_from('<BBI', read[1], 64 + 2)
+    assert read[1][doff:doff + dlen] == pat.get(0, 64 * KiB)
