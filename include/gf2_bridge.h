@@ -140,6 +140,10 @@ struct gf2_ident {
 
 /* The identity smbd holds now.  false: out of memory. */
 bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id);
+/* *dst becomes src (groups copied under mem_ctx).  false: no memory. */
+bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
+		    const struct gf2_ident *src);
+bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b);
 /*
  * Make Gluster calls as id until gf2_ident_leave; true if smbd's context
  * had to be switched (then gf2_ident_leave must follow).

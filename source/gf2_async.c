@@ -150,15 +150,43 @@ bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
 	return true;
 }
 
+bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
+		    const struct gf2_ident *src)
+{
+	*dst = *src;
+	dst->groups = NULL;
+	if (src->ngroups == 0) {
+		return true;
+	}
+	dst->groups = talloc_memdup(mem_ctx, src->groups,
+				    src->ngroups * sizeof(gid_t));
+	if (dst->groups == NULL) {
+		dst->ngroups = 0;
+		return false;
+	}
+	return true;
+}
+
+bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b)
+{
+	return a->uid == b->uid && a->gid == b->gid &&
+	       a->ngroups == b->ngroups &&
+	       (a->ngroups == 0 ||
+		memcmp(a->groups, b->groups,
+		       a->ngroups * sizeof(gid_t)) == 0);
+}
+
 bool gf2_ident_enter(const struct gf2_ident *id)
 {
 	const struct security_unix_token *ut = get_current_utok(NULL);
+	const struct gf2_ident now = {
+		.uid = ut->uid,
+		.gid = ut->gid,
+		.ngroups = ut->ngroups > 0 ? ut->ngroups : 0,
+		.groups = ut->groups,
+	};
 
-	if (ut->uid == id->uid && ut->gid == id->gid &&
-	    (uint32_t)ut->ngroups == id->ngroups &&
-	    (id->ngroups == 0 ||
-	     memcmp(ut->groups, id->groups,
-		    id->ngroups * sizeof(gid_t)) == 0)) {
+	if (gf2_ident_equal(&now, id)) {
 		return false;
 	}
 	DBG_DEBUG("call of uid %u made while smbd holds uid %u\n",
@@ -512,15 +540,7 @@ static struct tevent_req *gf2_rw_send(TALLOC_CTX *mem_ctx,
 	state->end_arg = end_arg;
 	talloc_set_destructor(state, gf2_rw_state_destructor);
 	if (as != NULL) {
-		state->as = *as;
-		if (as->ngroups > 0) {
-			state->as.groups = talloc_memdup(
-				state, as->groups,
-				as->ngroups * sizeof(gid_t));
-			ok = state->as.groups != NULL;
-		} else {
-			ok = true;
-		}
+		ok = gf2_ident_copy(state, &state->as, as);
 	} else {
 		ok = gf2_ident_capture(state, &state->as);
 	}

@@ -219,6 +219,7 @@ struct gf2_settled_read_state {
 	void *data;
 	size_t n;
 	off_t offset;
+	struct gf2_ident as;	/* the read is sent from a completion */
 	ssize_t ret;
 	struct vfs_aio_state aio_state;
 };
@@ -245,6 +246,10 @@ static struct tevent_req *gf2_settled_read_send(
 		.handle = handle, .ev = ev, .fsp = fsp, .data = data,
 		.n = n, .offset = offset, .ret = -1,
 	};
+	if (!gf2_ident_capture(state, &state->as)) {
+		tevent_req_oom(req);
+		return tevent_req_post(req, ev);
+	}
 	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
 				    fsp->fsp_name->st.st_ex_ino);
 	if (tevent_req_nomem(subreq, req)) {
@@ -261,13 +266,18 @@ static void gf2_settled_read_settled(struct tevent_req *subreq)
 	struct gf2_settled_read_state *state = tevent_req_data(
 		req, struct gf2_settled_read_state);
 	int err = gf2_wc_settle_recv(subreq);
+	bool switched;
 
 	TALLOC_FREE(subreq);
 	if (tevent_req_error(req, err)) {
 		return;
 	}
+	switched = gf2_ident_enter(&state->as);
 	subreq = gf2_read_send(state->handle, state, state->ev, state->fsp,
 			       state->data, state->n, state->offset);
+	if (switched) {
+		gf2_ident_leave();
+	}
 	if (tevent_req_nomem(subreq, req)) {
 		return;
 	}
@@ -413,6 +423,7 @@ struct gf2_file_fsync_state {
 	struct tevent_context *ev;
 	struct files_struct *fsp;
 	bool cached;		/* the fsync went through the handle's cache */
+	struct gf2_ident as;	/* the fsync may start from a completion */
 	struct vfs_aio_state aio_state;
 };
 
@@ -465,6 +476,10 @@ struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 	*state = (struct gf2_file_fsync_state) {
 		.handle = handle, .ev = ev, .fsp = fsp,
 	};
+	if (!gf2_ident_capture(state, &state->as)) {
+		tevent_req_oom(req);
+		return tevent_req_post(req, ev);
+	}
 	if (c == NULL || fsp->fsp_name == NULL ||
 	    !gf2_wc_file_busy(c->vol->volname,
 			      fsp->fsp_name->st.st_ex_ino)) {
@@ -486,13 +501,20 @@ static void gf2_file_fsync_settled(struct tevent_req *subreq)
 {
 	struct tevent_req *req = tevent_req_callback_data(subreq,
 							  struct tevent_req);
+	struct gf2_file_fsync_state *state = tevent_req_data(
+		req, struct gf2_file_fsync_state);
 	int err = gf2_wc_settle_recv(subreq);
+	bool switched;
 
 	TALLOC_FREE(subreq);
 	if (tevent_req_error(req, err)) {
 		return;
 	}
+	switched = gf2_ident_enter(&state->as);
 	(void)gf2_file_fsync_start(req);
+	if (switched) {
+		gf2_ident_leave();
+	}
 }
 
 static void gf2_file_fsync_done(struct tevent_req *subreq)

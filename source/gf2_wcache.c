@@ -20,6 +20,12 @@
  * gather's buffer is freed as soon as it is sent; its capacity stays
  * counted in the shared budget until it lands.
  *
+ * Every call is made as the user of the requests it serves, whatever
+ * smbd's main thread holds when it goes (a completion, another user's
+ * request or open that drains): a waiter keeps its request's identity,
+ * and a gather the identity of its writes, which it holds only of one
+ * user (a write of another waits for the gather to go).
+ *
  * Across processes: while a handle has acknowledged bytes not yet on the
  * bricks, an entry (pid, id) for it sits in a tdb in the lock directory,
  * keyed by volume and inode.  An open of the file in another process
@@ -67,6 +73,7 @@ struct gf2_wc {
 	bool stalled;		/* a wait gave up; nothing landed since */
 	struct gf2_wq q;
 	uint8_t *gbuf;		/* the gather's buffer, q.gather.cap bytes */
+	struct gf2_ident gather_as;	/* its writes' user (groups: gbuf's) */
 	struct gf2_wc_call *calls[GF2_WQ_MAX_INFLIGHT];
 	unsigned gather_ends;	/* end_fn calls owed for the gather */
 	unsigned slot_ends[GF2_WQ_MAX_INFLIGHT];
@@ -427,14 +434,24 @@ static void gf2_wc_send(struct gf2_wc *wc)
 		call = talloc_zero(io, struct gf2_wc_call);
 	}
 	if (call != NULL) {
+		/*
+		 * Sent from a completion or another request's drain too:
+		 * as the user whose writes the gather holds.
+		 */
+		bool switched = gf2_ident_enter(&wc->gather_as);
+
 		call->wc = wc;
 		call->slot = slot;
 		io->private_data = call;
 		io->thread_fn = gf2_wc_thread_fn;
 		wc->calls[slot] = call;
 		err = gf2_io_submit(io, wc->gbuf, len, off);
+		if (switched) {
+			gf2_ident_leave();
+		}
 	}
 	TALLOC_FREE(wc->gbuf);
+	ZERO_STRUCT(wc->gather_as);
 	if (err != 0) {
 		wc->calls[slot] = NULL;
 		TALLOC_FREE(io);
@@ -545,6 +562,7 @@ struct gf2_wc_waiter {
 	 * the direct write.  Failed, cancelled or freed before: paid here.
 	 */
 	bool owes_end;
+	struct gf2_ident as;	/* the request's user: every call made as it */
 	void (*end_fn)(void *arg);
 	void *end_arg;
 	const uint8_t *data;
@@ -600,10 +618,16 @@ static void gf2_wc_direct(struct gf2_wc_waiter *w)
 {
 	struct gf2_wc *wc = w->wc;
 	struct tevent_req *subreq = NULL;
+	bool switched;
 
 	gf2_wc_unpark(w);
+	/* served from a completion, too: the request's user, not smbd's */
+	switched = gf2_ident_enter(&w->as);
 	subreq = gf2_pwrite_send(w, wc->ev, wc->fh, w->data, w->n,
 				 w->offset, w->end_fn, w->end_arg);
+	if (switched) {
+		gf2_ident_leave();
+	}
 	if (tevent_req_nomem(subreq, w->req)) {
 		gf2_wc_waiter_end(w);
 		return;
@@ -635,9 +659,14 @@ static void gf2_wc_fsync(struct gf2_wc_waiter *w)
 {
 	struct gf2_wc *wc = w->wc;
 	struct tevent_req *subreq = NULL;
+	bool switched;
 
 	gf2_wc_unpark(w);
+	switched = gf2_ident_enter(&w->as);
 	subreq = gf2_fsync_send(w, wc->ev, wc->fh);
+	if (switched) {
+		gf2_ident_leave();
+	}
 	if (tevent_req_nomem(subreq, w->req)) {
 		return;
 	}
@@ -666,6 +695,13 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 	uint64_t cap = 0;
 	enum gf2_wq_place p;
 
+	if (wc->q.gather.used && !gf2_ident_equal(&wc->gather_as, &w->as)) {
+		/* a gather goes to Gluster as one user */
+		if (!gf2_wq_can_send(&wc->q)) {
+			return false;
+		}
+		gf2_wc_send(wc);
+	}
 	p = gf2_wq_place(&wc->q, w->offset, w->n, gf2_pf_mem_avail(), &cap);
 	switch (p) {
 	case GF2_WQ_WAIT:
@@ -681,6 +717,10 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 			gf2_wc_send(wc);
 		}
 		wc->gbuf = talloc_size(wc, cap);
+		if (wc->gbuf != NULL &&
+		    !gf2_ident_copy(wc->gbuf, &wc->gather_as, &w->as)) {
+			TALLOC_FREE(wc->gbuf);
+		}
 		if (wc->gbuf == NULL) {
 			if (gf2_wq_idle(&wc->q)) {
 				gf2_wc_direct(w);
@@ -813,6 +853,10 @@ static struct tevent_req *gf2_wc_park(TALLOC_CTX *mem_ctx,
 	}
 	/* completions may come from inside a drain: never call back inline */
 	tevent_req_defer_callback(req, ev);
+	if (!gf2_ident_capture(w, &w->as)) {
+		TALLOC_FREE(req);
+		return NULL;
+	}
 	w->req = req;
 	w->wc = wc;
 	w->kind = kind;
@@ -999,12 +1043,17 @@ int gf2_wc_file_error(const char *volname, uint64_t ino)
 /*
  * A read waits, without blocking the main loop, for every cache of the
  * file in this process to land what it acknowledged: a settle waiter on
- * each busy cache in turn.  Queued after the writes acknowledged before
- * the read, it holds back those that come after it until it is served.
+ * each cache busy when the read came, in turn, once.  Queued after the
+ * writes acknowledged before the read, it holds back those that come
+ * after it until it is served; those it does not wait for, so that a
+ * steady writer on another handle cannot hold the read back for ever.
  */
 struct gf2_wc_settle_state {
 	struct tevent_context *ev;
 	char *key;
+	uint32_t *ids;		/* the caches busy when the read came */
+	unsigned nids;
+	unsigned next;		/* ids[next] is the next to wait for */
 };
 
 static void gf2_wc_settle_next(struct tevent_req *req);
@@ -1023,9 +1072,19 @@ static void gf2_wc_settle_next(struct tevent_req *req)
 {
 	struct gf2_wc_settle_state *state = tevent_req_data(
 		req, struct gf2_wc_settle_state);
-	struct gf2_wc *wc = gf2_wc_busy_on(state->key);
+	struct gf2_wc *wc = NULL;
 	struct tevent_req *subreq = NULL;
 
+	while (wc == NULL && state->next < state->nids) {
+		uint32_t id = state->ids[state->next++];
+
+		for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+			if (wc->id == id && !gf2_wq_idle(&wc->q) &&
+			    strcmp(wc->key, state->key) == 0) {
+				break;
+			}
+		}
+	}
 	if (wc == NULL) {
 		tevent_req_done(req);
 		return;
@@ -1044,6 +1103,8 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 {
 	struct tevent_req *req = NULL;
 	struct gf2_wc_settle_state *state = NULL;
+	struct gf2_wc *wc = NULL;
+	unsigned n = 0;
 
 	req = tevent_req_create(mem_ctx, &state, struct gf2_wc_settle_state);
 	if (req == NULL) {
@@ -1053,6 +1114,20 @@ struct tevent_req *gf2_wc_settle_send(TALLOC_CTX *mem_ctx,
 	state->key = gf2_wc_key(state, volname, ino);
 	if (tevent_req_nomem(state->key, req)) {
 		return tevent_req_post(req, ev);
+	}
+	for (wc = gf2_wcs; wc != NULL; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, state->key) == 0) {
+			n += 1;
+		}
+	}
+	state->ids = talloc_array(state, uint32_t, MAX(n, 1));
+	if (tevent_req_nomem(state->ids, req)) {
+		return tevent_req_post(req, ev);
+	}
+	for (wc = gf2_wcs; wc != NULL && state->nids < n; wc = wc->next) {
+		if (!gf2_wq_idle(&wc->q) && strcmp(wc->key, state->key) == 0) {
+			state->ids[state->nids++] = wc->id;
+		}
 	}
 	gf2_wc_settle_next(req);
 	if (!tevent_req_is_in_progress(req)) {

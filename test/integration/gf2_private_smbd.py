@@ -62,7 +62,8 @@ PORT_SLOTS = {
     'transport': 12,            # test_write_spin.py
     'lockdefault': 13,          # test_lock_default.py
     'copychunkclose': 14,       # test_copychunk_close.py
-    'identasync': 15,           # test_identity_async.py
+    'identasync': 15,           # test_identity_async.py and
+                                # test_write_cache_identity.py
     'shadowmp': 16,             # test_shadow_mountpoint.py
     'symlinkswap': 17,          # test_symlink_swap.py
     'budget-mixed': 18,         # test_budget_mixed.py
