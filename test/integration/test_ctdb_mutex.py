@@ -10,8 +10,11 @@ as ctdbd would (ctdbd is its parent, here the test process):
   the first (ctdbd's release) or SIGKILL (a node that dies) the lock is
   free for the next one;
 - the lock file removed or replaced by another Gluster client (FUSE), and
-  the brick holding it killed: the holder exits non-zero within its
-  recheck interval and says why;
+  the brick holding it killed, stopped, or the holder's node cut off
+  from the bricks (a network namespace whose veth goes down): the holder
+  exits non-zero within its recheck interval and says why, before a
+  helper elsewhere is given the lock; a release (SIGTERM) the bricks
+  cannot answer ends within that interval too;
 - its parent gone: it exits and the lock is free;
 - bad arguments and an unknown volume: '3' and a message, never '0'.
 """
@@ -371,3 +374,159 @@ def test_replica3_hung_brick_old_holder_lost_before_new_one_takes(
             'took it after %.1f s' % t_taken if t_taken else 'none', err)
     if t_taken is not None:
         assert t_lost <= t_taken, (t_lost, t_taken)
+
+
+class Node:
+    """A node of its own for a helper: a network namespace joined to the
+    host by a veth pair, addresses 10.252.(port mod 256).1 (host end) and
+    .2 (node end), /30.  The node reaches glusterd and the bricks (which
+    listen on every address) only through that pair, and resolves the
+    bricks' host name to the host end (ip netns exec binds
+    /etc/netns/NAME/hosts over /etc/hosts).  cut() takes the node's end
+    of the pair down: the node loses every path to the bricks while the
+    bricks, glusterd and every other client stay as they were."""
+
+    IF = 'eth0'
+
+    def __init__(self, stack):
+        port = int(os.environ.get('GF2_STACK_PORT', '4450'))
+        self.ns = 'gf2mx%d' % port
+        self.host_veth = 'gf2mx%dh' % port
+        net = '10.252.%d' % (port % 256)
+        self.host_ip = net + '.1'
+        self.node_ip = net + '.2'
+        self.etc = os.path.join('/etc/netns', self.ns)
+        self.gluster_host = stack['GLUSTER_HOST']
+
+    def ip(self, *args, ns=False):
+        cmd = (['ip', 'netns', 'exec', self.ns] if ns else []) + \
+            ['ip'] + list(args)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=30)
+        assert p.returncode == 0, (cmd, p.stdout)
+        return p.stdout
+
+    def up(self):
+        self.down()
+        used = subprocess.run(['ip', '-4', '-o', 'addr', 'show', 'to',
+                               self.host_ip + '/30'],
+                              stdout=subprocess.PIPE,
+                              universal_newlines=True).stdout
+        assert not used.strip(), '%s/30 already in use: %s' % (
+            self.host_ip, used)
+        self.ip('netns', 'add', self.ns)
+        self.ip('link', 'add', self.host_veth, 'type', 'veth', 'peer',
+                'name', self.ns + 'n')
+        self.ip('link', 'set', self.ns + 'n', 'netns', self.ns)
+        self.ip('link', 'set', self.ns + 'n', 'name', self.IF, ns=True)
+        self.ip('addr', 'add', self.host_ip + '/30', 'dev', self.host_veth)
+        self.ip('link', 'set', self.host_veth, 'up')
+        self.ip('link', 'set', 'lo', 'up', ns=True)
+        self.ip('addr', 'add', self.node_ip + '/30', 'dev', self.IF, ns=True)
+        self.ip('link', 'set', self.IF, 'up', ns=True)
+        os.makedirs(self.etc, exist_ok=True)
+        with open(os.path.join(self.etc, 'hosts'), 'w') as f:
+            f.write('127.0.0.1 localhost\n%s %s\n' % (
+                self.host_ip, self.gluster_host))
+
+    def cut(self):
+        self.ip('link', 'set', self.IF, 'down', ns=True)
+
+    def run(self, args):
+        return ['ip', 'netns', 'exec', self.ns] + list(args)
+
+    def down(self):
+        subprocess.run(['ip', 'link', 'del', self.host_veth],
+                       stderr=subprocess.DEVNULL)
+        subprocess.run(['ip', 'netns', 'del', self.ns],
+                       stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.etc, ignore_errors=True)
+
+
+@pytest.fixture
+def node(stack):
+    n = Node(stack)
+    n.up()
+    yield n
+    n.down()
+
+
+def node_lock_args(node, helper, vol, recheck=RECHECK):
+    # the volfile server by the host end's address, the bricks by name
+    return node.run([helper, node.host_ip, vol, '/ctdb.lock', str(recheck)])
+
+
+def test_replica3_partition_old_holder_lost_before_new_one_takes(
+        stack, helper, holders, rep3_volume, node):
+    """Replica 3, the holder's node cut off from all three bricks (its
+    veth down): the old holder must say "lock lost" (its check unanswered
+    within RECHECK seconds), and before a helper on the host, asking for
+    the lock from the moment of the cut, is given it.  Both times are
+    printed."""
+    vol = rep3_volume
+    old = holders(*node_lock_args(node, helper, vol))
+    assert old.answer() == '0', old.stderr()
+    args = [helper, stack['GLUSTER_HOST'], vol, '/ctdb.lock', str(RECHECK)]
+    # the host's helper meets the node's lock: one lock, seen from both
+    other = holders(*args)
+    assert other.answer() == '1', 'the host took the lock the node holds'
+    time.sleep(RECHECK + 1)
+    assert old.p.poll() is None, old.stderr()
+    node.cut()
+    t0 = time.monotonic()
+    t_lost = t_taken = None
+    new = None
+    while time.monotonic() - t0 < 120:
+        if t_lost is None and old.p.poll() is not None:
+            t_lost = time.monotonic() - t0
+        if new is None or new.p.poll() is not None:
+            new = holders(*args)
+        if new.answer(timeout=0.5) == '0':
+            t_taken = time.monotonic() - t0
+            break
+    rc = old.p.poll()
+    if t_lost is None and rc is not None:
+        t_lost = time.monotonic() - t0
+    err = old.stderr() if rc is not None else ''
+    print('replica 3, partition: old holder %s, new holder took the lock '
+          '%s' % ('exited %.1f s after the cut (%s)' % (t_lost, err.strip())
+                  if rc is not None else 'still running',
+                  '%.1f s after the cut' % t_taken if t_taken else
+                  'not within 120 s'))
+    assert rc == 1 and 'lock lost' in err, \
+        'the old holder still believed it held the lock %.0f s after the ' \
+        'cut (new holder: %s) %r' % (
+            time.monotonic() - t0,
+            'took it after %.1f s' % t_taken if t_taken else 'none', err)
+    assert 'not answered within %d s' % RECHECK in err, err
+    if t_taken is not None:
+        assert t_lost <= t_taken, (t_lost, t_taken)
+
+
+def test_release_during_partition_does_not_block(
+        stack, helper, holders, rep3_volume, node):
+    """ctdbd's SIGTERM reaching a holder whose node is cut off: the
+    release (an unlock the bricks cannot answer) is bounded by RECHECK
+    seconds too; the helper exits then, it does not wait for Gluster's
+    ping timeout (42 s)."""
+    recheck = 5
+    vol = rep3_volume
+    old = holders(*node_lock_args(node, helper, vol, recheck))
+    assert old.answer() == '0', old.stderr()
+    time.sleep(2)
+    assert old.p.poll() is None, old.stderr()
+    node.cut()
+    t0 = time.monotonic()
+    # ip netns exec execs the helper: the pid is the helper's
+    old.p.send_signal(signal.SIGTERM)
+    rc = old.wait_exit(recheck + 15)
+    took = time.monotonic() - t0
+    err = old.stderr() if rc is not None else ''
+    print('partition, SIGTERM: helper exited %s' % (
+        'after %.1f s (rc %r, %s)' % (took, rc, err.strip())
+        if rc is not None else 'not within %d s' % (recheck + 15)))
+    assert rc is not None, 'the release blocked for %.0f s during the ' \
+        'partition' % took
+    # an unlock unanswered is no release: ctdbd must not read it as one
+    assert rc == 1 and 'not answered within %d s' % recheck in err, (rc, err)

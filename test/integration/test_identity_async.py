@@ -12,15 +12,16 @@ translator checks permission at open and on path operations, and lets
 reads and writes on an open fd of a gfapi client pass whoever the frame
 names (it treats clients with a real pid like FUSE, whose kernel checked
 at open), so a continuation made as another user returns the same data
-here.  This test therefore passes with or without the identity captured
-with the request (checked: it passed on the module that submitted the
-continuation as SMB_USER2, which its debug log showed); it is kept to pin
-the scenario - the continuation really runs after a request of another
-identity - and that the read's answer stays right through it.  The
-module logs each call it makes under a request's identity while smbd
-holds another at debug level ("call of uid U made while smbd holds uid
-V"); the test checks that line, so that a module which stops capturing
-the identity fails it.
+here: the data read says nothing of the identity.  What does is the
+brick: at log level TRACE each brick logs every request's credentials
+("Auth Info: pid: P, uid: U, ...") followed by the fop it dispatches to
+("Actor found: GlusterFS 4.x v1 - READ ...").  The test turns that on
+for the read and asserts that every READ the bricks received in that
+window carries SMB_USER's uid, and that one came after the FLUSH made
+smbd SMB_USER2 (the continuation): a module that sends the continuation
+with whatever identity smbd holds then fails it.  The module's own debug
+line for such a call ("call of uid U made while smbd holds uid V") is
+checked too.
 
 A private smbd (the stack's port plus its own offset) serves the
 stack's volume as [ida] glusterfs2 without prefetch, and [idb] the same with `force user =
@@ -34,6 +35,7 @@ last 3392 bytes, as it does without the FLUSH.
 """
 
 import os
+import re
 import struct
 import subprocess
 import time
@@ -164,6 +166,45 @@ def read_tail(cl, fid, other_tid):
     return status, rsp[doff:doff + dlen]
 
 
+def brick_logs(stack):
+    return ['/var/log/glusterfs/bricks/%s.log' % b.strip('/').replace(
+        '/', '-') for b in stack['BRICK_DIRS'].split()]
+
+
+@pytest.fixture
+def brick_trace(srv):
+    """The bricks at log level TRACE; yields a function that returns
+    the uid of each READ the bricks received since."""
+    logs = brick_logs(srv)
+    sizes = {p: os.path.getsize(p) if os.path.exists(p) else 0
+             for p in logs}
+    p = gluster('set', srv['GLUSTER_VOLUME'], 'diagnostics.brick-log-level',
+                'TRACE')
+    assert p.returncode == 0, p.stdout
+    time.sleep(3)           # the bricks take the new level
+
+    def read_uids():
+        uids = []
+        for path in logs:
+            with open(path, errors='replace') as f:
+                f.seek(sizes[path])
+                uid = None
+                for line in f:
+                    m = re.search(r'Auth Info: pid: -?\d+, uid: (\d+)', line)
+                    if m:
+                        uid = int(m.group(1))
+                    elif 'Actor found:' in line and ' - READ for ' in \
+                            line and uid is not None:
+                        uids.append(uid)
+                        uid = None
+        return uids
+    try:
+        yield read_uids
+    finally:
+        gluster('reset', srv['GLUSTER_VOLUME'],
+                'diagnostics.brick-log-level')
+
+
 def log_sizes(d):
     return {n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d)
             if n.startswith('log.')}
@@ -185,7 +226,8 @@ def uid_of(user):
                               check=True).stdout)
 
 
-def test_continuation_made_as_the_requests_user(srv, private_file):
+def test_continuation_made_as_the_requests_user(srv, private_file,
+                                               brick_trace):
     name, data = private_file
     sizes = log_sizes(srv['PRIVATE_DIR'])
     cl = Client(srv, 'ida')
@@ -212,6 +254,14 @@ def test_continuation_made_as_the_requests_user(srv, private_file):
         'the read failed with %s after a request of another user came ' \
         'in while Gluster held it' % smb2q.status_name(crossed[0])
     assert crossed[1] == data[OFF:]
+    uids = brick_trace()
+    print('READs at the bricks, by uid: %s' % uids)
+    user, user2 = uid_of(srv['SMB_USER']), uid_of(srv['SMB_USER2'])
+    # alone: the read and its continuation; crossed: the same two
+    assert len(uids) >= 4, 'the bricks logged %d READs' % len(uids)
+    assert user2 not in uids and set(uids) == {user}, \
+        'READs sent to the bricks as uids %s; the reader is %d, the other ' \
+        'tree connect\'s user %d' % (uids, user, user2)
     line = 'call of uid %d made while smbd holds uid %d' % (
         uid_of(srv['SMB_USER']), uid_of(srv['SMB_USER2']))
     assert line in log_since(srv['PRIVATE_DIR'], sizes), \

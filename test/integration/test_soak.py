@@ -1,7 +1,12 @@
 """A short soak in the suite (load): test/soak/run for 2
 minutes, 8 clients on the glusterfs2 share, mixed sequential and random
 reads and writes, appends, truncates, creates and deletes, every byte
-read checked against what the client wrote.  Fails on any data error,
+read checked against what the client wrote.  At the end every file the
+clients kept is read again through the stack's FUSE mount of the volume
+(another Gluster client: nothing of smbd's processes or caches in the
+path) and its size and SHA-256 compared with what the client wrote; the
+directory listed there must hold exactly the clients' files
+(test/soak/run --check-dir).  Fails on any data error,
 any error from the server, an smbd crash (PANIC/signal in the log, a
 serving process vanishing) or RSS growth after warm-up beyond the
 threshold test/soak/run states (24 MiB per smbd).  The 20-minute run is
@@ -26,7 +31,8 @@ def test_soak_short(stack, tmp_path):
     out = tmp_path / 'soak'
     p = subprocess.run([os.path.join(TOP, 'test', 'soak', 'run'),
                         '--minutes', str(MINUTES), '--clients', '8',
-                        '--share', 'glusterfs2', '--out', str(out)],
+                        '--share', 'glusterfs2', '--out', str(out),
+                        '--check-dir', stack['FUSE_MOUNT']],
                        cwd=TOP, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True,
                        timeout=MINUTES * 60 + 600)
@@ -48,8 +54,11 @@ def test_soak_short(stack, tmp_path):
         for k, v in res['rss_growth_mib'].items():
             assert v <= res['rss_growth_threshold_mib'], report
     for op in ('create', 'seqread', 'randread', 'randwrite', 'append',
-               'truncate', 'delete', 'final_check'):
+               'truncate', 'delete', 'final_check', 'independent_check'):
         assert res['ops'].get(op, 0) > 0, (op, report)
+    # every file the clients kept was checked through FUSE
+    assert res['ops']['independent_check'] == res['ops']['final_check'], \
+        report
     assert res['bytes_read'] > 0 and res['bytes_written'] > 0
     assert (p.returncode == 0 and res['ok']) or (
         stack.get('SANITIZE') and not res['data_errors'] and
