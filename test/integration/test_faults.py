@@ -318,17 +318,21 @@ def heal_and_wait(vol, nbricks):
 # -- glusterd -----------------------------------------------------------------
 
 def glusterd_pids():
-    """The host's glusterd: not those of test platforms' root file
-    systems (test/platform/root), which share the PID namespace."""
+    """This machine's glusterd: not those of other root file systems
+    (test/platform/root), which share the PID namespace.  A process's
+    root is compared with ours by device and inode: inside a platform's
+    root, the link of the host's glusterd reads "/" too."""
     p = subprocess.run(['pgrep', '-x', 'glusterd'], stdout=subprocess.PIPE,
                        universal_newlines=True)
+    ours = os.stat('/')
     pids = []
     for x in p.stdout.split():
         try:
-            if os.readlink('/proc/%s/root' % x) == '/':
-                pids.append(int(x))
+            st = os.stat('/proc/%s/root' % x)
         except OSError:
-            pass
+            continue
+        if (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino):
+            pids.append(int(x))
     return pids
 
 
