@@ -17,13 +17,12 @@ WORKLOADS = ['seqread', 'leaseread', 'pipelined', 'randread', 'multiclient',
              'smallfiles']
 SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
 GFAPI_WORKLOADS = ['seqread', 'leaseread', 'randread', 'seqwrite']
-# the rows of clients that take a lease, (request size, depth) -> id part,
-# and pipewrite's two rows (test/bench/lib/config.py LEASE_PROFILES)
-LEASE_PROFILES = ['64k-x1', '64k-x8', '1m-x4', '1m-x16', '4m-x4']
-VARIANTS = (['leaseread-%s-warm' % p for p in LEASE_PROFILES] +
-            ['leaseread-1m-x4-cold'] +
-            ['leasewrite-%s' % p for p in LEASE_PROFILES] +
-            ['pipewrite-put', 'pipewrite-put-existing'])
+# the rows of clients that take a lease that --quick runs, (request size,
+# depth) -> id part (test/bench/lib/config.py QUICK_LEASE_READS and
+# QUICK_LEASE_WRITES), and pipewrite's two rows
+VARIANTS = ['leaseread-64k-x1-warm', 'leaseread-1m-x16-warm',
+            'leaseread-1m-x4-cold', 'leasewrite-64k-x8', 'leasewrite-4m-x4',
+            'pipewrite-put', 'pipewrite-put-existing']
 # runs with smbd CPU seconds per GiB moved (test/bench/run CPU_WORKLOADS)
 CPU_WORKLOADS = ['seqread', 'leaseread', 'pipelined', 'randread',
                  'multiclient', 'seqwrite', 'pipewrite', 'leasewrite']
@@ -92,8 +91,8 @@ def test_bench_quick(stack, tmp_path):
             assert any(r['workload'] == w and r['backend'] == s and r['ok']
                        for r in runs), 'no checked result for %s on %s' % (
                            w, s)
-    # every lease profile, read (with the raw gfapi ceiling beside it) and
-    # written, and the put to a new name and over an existing file: a
+    # each lease row of the quick set, read (with the raw gfapi ceiling
+    # beside it) and written, and the put to a new name and over an existing file: a
     # checked result on every share; the lease reads and writes held the
     # RWH lease they asked for
     for v in VARIANTS:
