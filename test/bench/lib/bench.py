@@ -14,7 +14,7 @@ from .common import (ALL_SMB_SHARES, CPU_WORKLOADS, GiB, SF_STEPS,
 from .cpu import CpuSampler
 from .data import Data
 from .report import fmt_us, fmt_value
-from .stack import smbd_main_pid
+from .stack import gfapi_exec, platform_root, smbd_main_pid
 from .workloads import Workloads
 
 
@@ -41,6 +41,10 @@ class Bench(Clients, Data, Workloads):
         self.local = env['LOCAL_DIR']
         self.bricks = env['BRICK_DIRS'].split()
         self.smbd_pid = smbd_main_pid(env)
+        # where the gfapi clients (fio, mdfloor) run: here, or in the
+        # stack's platform (its command prefix and root)
+        self.gexec = gfapi_exec(env)
+        self.proot = platform_root(env)
         self.nrun = 0
         self.total_runs = 0
         self.restarts = []

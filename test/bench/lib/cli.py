@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 
 from .bench import Bench
 from .build import ensure_built
@@ -18,7 +19,8 @@ from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, DATADIR,
 from .config import Config
 from .meta import versions
 from .report import summarize, write_csv, write_json, write_markdown
-from .stack import GROUPS_DIR, VolumeGroup, gluster_cmd, stack_env
+from .stack import (GROUPS_DIR, VolumeGroup, gfapi_exec, gluster_cmd,
+                    platform_root, stack_env)
 
 
 def parse_args(argv):
@@ -61,9 +63,10 @@ def parse_args(argv):
                     help='the stack of a test platform (test/stack up '
                          '--platform NAME: trixie, trixie-backports, forky; '
                          'bookworm is this machine, as without it): its '
-                         'shares beside its own stock module; no raw gfapi '
-                         '(fio runs here, against this machine\'s gfapi), '
-                         'no --volume-group, no baseline share')
+                         'shares beside its own stock module, and raw gfapi '
+                         'through the platform\'s own fio and libgfapi '
+                         '(run in the platform, against its volume); no '
+                         '--volume-group, no baseline share')
     ap.add_argument('--list', action='store_true',
                     help='list the workloads and exit')
     ap.add_argument('--clean', action='store_true',
@@ -83,6 +86,25 @@ def parse_list(s, known, what, aliases=None):
             die_args('unknown %s \'%s\' (known: %s)' % (
                 what.rstrip('s'), x, ', '.join(known)))
     return [k for k in known if k in items]
+
+
+def check_fio(env, platform):
+    """fio with the gfapi engines where the gfapi clients run (here, or
+    in the platform)"""
+    where = ' in platform %s (test/platform/root build %s installs it)' % (
+        platform, platform) if platform else ' (scripts/install-deps)'
+    try:
+        p = subprocess.run(gfapi_exec(env) + ['fio', '--enghelp'],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        die_args('cannot run fio%s: %s' % (where, e))
+    if p.returncode != 0:
+        die_args('fio not found%s: %s' % (where, p.stdout.strip()[-200:]))
+    engines = p.stdout.split()
+    if 'gfapi' not in engines or 'gfapi_async' not in engines:
+        die_args('fio%s has no gfapi and gfapi_async engines' % (
+            ' in platform %s' % platform if platform else ''))
 
 
 def main(argv):
@@ -108,12 +130,10 @@ def main(argv):
         die_args('--platform: not a platform name: \'%s\'' % platform)
     backends = parse_list(args.shares, ALL_BACKENDS, 'shares',
                           SHARE_ALIASES) \
-        if args.shares is not None else \
-        [b for b in BACKENDS if not (platform and b == 'gfapi')]
-    if platform and ('gfapi' in backends or BASE in backends):
-        die_args('--platform %s: no share gfapi or %s there (raw gfapi and '
-                 'the baseline build are of this machine)' % (platform,
-                                                              BASE))
+        if args.shares is not None else list(BACKENDS)
+    if platform and BASE in backends:
+        die_args('--platform %s: no share %s there (the baseline build is '
+                 'this machine\'s)' % (platform, BASE))
     if platform and args.volume_group is not None:
         die_args('--platform %s: no --volume-group (the option groups are '
                  'this machine\'s glusterd\'s)' % platform)
@@ -134,10 +154,10 @@ def main(argv):
     for tool in ('smbclient', 'stdbuf'):
         if not shutil.which(tool):
             die_args('%s not found (scripts/install-deps)' % tool)
-    if 'gfapi' in backends and not shutil.which('fio'):
-        die_args('fio not found (scripts/install-deps)')
 
     env = stack_env(platform)
+    if 'gfapi' in backends:
+        check_fio(env, platform)
     if BASE in backends and env.get('BASELINE_SHARE') != BASE:
         die_args('the stack has no share %s: build one with '
                  'test/bench/baseline REV, then test/stack up --no-build '
@@ -159,7 +179,7 @@ def main(argv):
 
     cfg = Config(args.quick, args.prefetch_compare)
     bench = Bench(args, cfg, env, outdir)
-    ensure_built(bench.log)
+    ensure_built(bench.log, gfapi_exec(env), platform_root(env))
     group = None
     if args.volume_group is not None:
         group = VolumeGroup(bench.volume, args.volume_group)

@@ -1,18 +1,24 @@
 """The clients a run drives: the load generators (smbload, patfile),
-smbclient, fio's gfapi engines; the run's log and its progress lines."""
+smbclient, fio's gfapi engines; the run's log and its progress lines.
+
+The SMB clients run here; the gfapi clients (fio, mdfloor) run where the
+stack's gluster is: here, or in the platform (self.gexec, its command
+prefix), with the platform's libgfapi against its volume."""
 
 import json
 import os
+import signal
 import subprocess
 import time
 
 from .common import BIN, now
+from .cpu import descendants
 
 
 class Clients:
     """Mixin of Bench: running the clients and reading their results
     (needs self.log, self.cpu, self.host, self.port, self.user,
-    self.password, self.volume, self.ghost)."""
+    self.password, self.volume, self.ghost, self.gexec)."""
 
     def note(self, msg):
         self.log.write('%s %s\n' % (time.strftime('%H:%M:%S'), msg))
@@ -37,6 +43,13 @@ class Clients:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # and what it started (a program in a platform runs under
+            # the wrappers that enter it)
+            for pid in reversed(descendants(p.pid)):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             p.kill()
             out, _ = p.communicate()
             self.note('  timed out after %s s' % timeout)
@@ -109,9 +122,15 @@ class Clients:
                 cmd.append('--do_verify=1')
         t = now()
         # glfs_fini (~10 s with gluster 10.3) comes after the measured part:
-        # stubbed out, see nofini.c
-        rc, out, err = self.run_cmd(cmd, timeout, env={
-            'LD_PRELOAD': os.path.join(BIN, 'gf2nofini.so')}, client=True)
+        # stubbed out, see nofini.c (on a platform: its own build of it,
+        # at the same path there)
+        nofini = os.path.join(BIN, 'gf2nofini.so')
+        if self.gexec:
+            cmd = self.gexec + ['env', 'LD_PRELOAD=' + nofini] + cmd
+            extra = None
+        else:
+            extra = {'LD_PRELOAD': nofini}
+        rc, out, err = self.run_cmd(cmd, timeout, env=extra, client=True)
         t_exit, wall_exit = now(), time.time()
         wall = now() - t
         self.note('  fio wall time %.1f s' % wall)

@@ -123,6 +123,14 @@ def proc_cpu(pid):
     return int(fl[19]), int(fl[11]) + int(fl[12])
 
 
+def proc_comm(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return '?'
+
+
 def thread_children(pid):
     """the children of a process (of all its threads)"""
     out = []
@@ -213,7 +221,12 @@ class CpuSampler(threading.Thread):
         super().__init__(daemon=True)
         self.main_pid = main_pid
         # the client processes themselves too (kind 'client'): for raw
-        # gfapi, where the client does what smbd does for the shares
+        # gfapi, where the client does what smbd does for the shares.  On
+        # a platform fio runs below the wrappers that enter it
+        # (test/stack exec, test/platform/root, nsenter, chroot): the
+        # platform shares this machine's PID namespace, so fio is among
+        # the descendants of the process started here, the idle wrappers
+        # with it (window()'s client_procs names each)
         self.trace_clients = trace_clients
         self.port = int(smb_port)
         self.brick_pids = [p for p in brick_pids if p]
@@ -221,6 +234,7 @@ class CpuSampler(threading.Thread):
         self.lock = threading.Lock()
         self.stop_ev = threading.Event()
         self.series = {}        # (kind, pid, start) -> [(t, ticks)]
+        self.comm = {}          # client key -> its program's name
         self.owner = {}         # smbd key -> True (ours) / False
         self.tries = {}
         for key in self._sample():
@@ -259,6 +273,9 @@ class CpuSampler(threading.Thread):
                 except (OSError, ValueError, IndexError):
                     continue
                 key = (kind, pid, start)
+                if kind == 'client':
+                    # the last name (a wrapper that execs fio becomes fio)
+                    self.comm[key] = proc_comm(pid)
                 self.series.setdefault(key, []).append((t, ticks))
                 seen.append(key)
         return seen
@@ -318,7 +335,8 @@ class CpuSampler(threading.Thread):
         """CPU seconds over [t0, t1]: {'smbd': ours, 'smbd_procs': how many
         of ours, 'other_smbd': the other children's, 'brick': the bricks',
         'late': ours first seen after t0 or last seen before t1, 'client':
-        the client processes' own, when traced}"""
+        the client processes' own, when traced, and 'client_procs': their
+        programs' names, each with the CPU seconds of its processes}"""
         out = {'smbd': 0.0, 'smbd_procs': 0, 'other_smbd': 0.0,
                'brick': 0.0, 'late': 0, 'client': 0.0}
         for key, ser in self.series.items():
@@ -327,6 +345,9 @@ class CpuSampler(threading.Thread):
                 out['brick'] += d
             elif key[0] == 'client':
                 out['client'] += d
+                name = self.comm.get(key, '?')
+                procs = out.setdefault('client_procs', {})
+                procs[name] = round(procs.get(name, 0.0) + d, 4)
             elif self.owner.get(key):
                 out['smbd'] += d
                 out['smbd_procs'] += 1

@@ -11,7 +11,7 @@ import time
 
 from .common import (ALL_SMB_SHARES, DATADIR, LR_SEED, PW_SEED, TOP, MiB,
                      human_size, now, size_tag)
-from .stack import gluster_cmd, platform_root, runs_in
+from .stack import gluster_cmd, inside, platform_root, runs_in
 
 
 def smb2q_pattern(seed):
@@ -137,13 +137,15 @@ class Data:
                                DATADIR + '/' + self.fio_name())
                 ok = res['ok']
             if not ok:
+                # through the FUSE mount, by the fio of the stack's side
                 self.note('creating %s with fio (crc32c headers)' % path)
-                self.run_cmd(['fio', '--name=prep', '--ioengine=psync',
-                              '--filename=' + path, '--rw=write',
-                              '--bs=1m', '--size=%d' % cfg.seq_size,
-                              '--verify=crc32c', '--verify_interval=4096',
-                              '--do_verify=0', '--verify_state_save=0'],
-                             600, check=True)
+                self.run_cmd(self.gexec + [
+                    'fio', '--name=prep', '--ioengine=psync',
+                    '--filename=' + inside(self.env, path), '--rw=write',
+                    '--bs=1m', '--size=%d' % cfg.seq_size,
+                    '--verify=crc32c', '--verify_interval=4096',
+                    '--do_verify=0', '--verify_state_save=0'],
+                    600, check=True)
         if 'pipewrite' in workloads and \
                 any(b in ALL_SMB_SHARES for b in backends):
             # the source of smbclient's put, in RAM: reading it costs the

@@ -10,7 +10,7 @@ import socket
 import subprocess
 
 from .common import TOP
-from .stack import gluster_cmd, platform_root
+from .stack import gfapi_exec, gluster_cmd, platform_root
 
 # what test/bench/baseline records of the module it installed
 BASELINE_INFO = os.path.join(TOP, '.stack', 'baseline')
@@ -18,8 +18,8 @@ BASELINE_INFO = os.path.join(TOP, '.stack', 'baseline')
 
 def versions(env=None):
     """The machine and the software of the stack's env (on a platform:
-    its own Samba, GlusterFS and OS, the kernel and the machine being
-    this one's)."""
+    its own Samba, GlusterFS, fio and OS, the kernel and the machine
+    being this one's)."""
     env = env or {}
     root = platform_root(env)
     def first(cmd, pat):
@@ -68,7 +68,7 @@ def versions(env=None):
         first(['smbd', '-V'], r'Version\s+(\S+)'),
         'gluster': first(gluster_cmd(env) + ['--version'],
                          r'glusterfs\s+(\S+)'),
-        'fio': first(['fio', '--version'], r'(\S+)'),
+        'fio': first(gfapi_exec(env) + ['fio', '--version'], r'(\S+)'),
         'os': osname, 'kernel': platform.release(),
         'cores': os.cpu_count(), 'mem_gib': round(mem),
         'host': socket.gethostname(), 'git': git, 'module': module,

@@ -5,8 +5,12 @@ for a run (--volume-group).
 On a platform (test/stack --platform NAME: a Debian root of its own in a
 network namespace of its own, chrooted, in this machine's mount and
 process namespaces) the stack's paths are host paths under PLATFORM_ROOT,
-its processes run from files under it, and its gluster CLI runs through
-EXEC."""
+its processes run from files under it, and its gluster CLI, like every
+program that is a gfapi client (fio, mdfloor), runs through EXEC: in the
+platform, with the platform's libgfapi, against its glusterd.  A path
+inside the platform is the host path without PLATFORM_ROOT in front (the
+checkout is at the same path in the root, its build/ the platform's
+own)."""
 
 import os
 import re
@@ -53,11 +57,27 @@ def platform_root(env):
     return env.get('PLATFORM_ROOT', '').rstrip('/')
 
 
+def gfapi_exec(env):
+    """The command prefix that runs a program where the stack's gluster
+    lives ([] here; on a platform its EXEC: its namespaces, its root and
+    its libraries, this checkout at the same path)."""
+    if platform_root(env):
+        return shlex.split(env['EXEC'])
+    return []
+
+
+def inside(env, path):
+    """A host path as the stack's side sees it (on a platform: within its
+    root)."""
+    root = platform_root(env)
+    if root and (path == root or path.startswith(root + '/')):
+        return path[len(root):] or '/'
+    return path
+
+
 def gluster_cmd(env):
     """The gluster CLI of the stack's own glusterd, as a command prefix."""
-    if platform_root(env):
-        return shlex.split(env['EXEC']) + ['gluster']
-    return ['gluster']
+    return gfapi_exec(env) + ['gluster']
 
 
 def runs_in(pid, root):

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BIN, CPU_LINGER, DATADIR,
@@ -482,13 +483,21 @@ class Workloads:
         return res
 
     def w_smallfiles_gfapi(self, name, local_dir):
-        """The smallfiles steps through libgfapi alone (mdfloor)."""
+        """The smallfiles steps through libgfapi alone (mdfloor; on a
+        platform, its own build of it with its gfapi, its log in the
+        platform's /tmp)."""
         cfg = self.cfg
-        cmd = [os.path.join(BIN, 'mdfloor'), self.volume, self.ghost,
-               '/%s/%s' % (DATADIR, name), str(cfg.sf_files),
-               str(cfg.sf_size), '8',
-               os.path.join(self.tmp, 'mdfloor-gfapi.log')]
-        rc, out, err = self.run_cmd(cmd, 900)
+        logdir = tempfile.mkdtemp(prefix='gf2bench.',
+                                  dir=self.proot + '/tmp')
+        cmd = self.gexec + [
+            os.path.join(BIN, 'mdfloor'), self.volume, self.ghost,
+            '/%s/%s' % (DATADIR, name), str(cfg.sf_files),
+            str(cfg.sf_size), '8',
+            os.path.join(logdir[len(self.proot):], 'mdfloor-gfapi.log')]
+        try:
+            rc, out, err = self.run_cmd(cmd, 900)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
         self.note('  mdfloor: %s %s' % (out.strip(), err.strip()))
         steps = {}
         for line in out.splitlines():
