@@ -146,8 +146,8 @@ def test_bench_bad_arguments(stack):
                       (['--prefetch-compare', '--shares', 'glusterfs'],
                        "--prefetch-compare chooses"),
                       (['--platform', '../x'], "not a platform name"),
-                      (['--platform', 'trixie', '--shares', 'gfapi'],
-                       "no share gfapi"),
+                      (['--platform', 'trixie', '--shares',
+                        'glusterfs2-base'], "no share glusterfs2-base"),
                       (['--platform', 'trixie', '--volume-group', 'samba'],
                        "no --volume-group"),
                       (['--platform', 'nosuch'], "the stack is not up")):
