@@ -205,11 +205,51 @@ def proc_info(pid):
     return int(rest[1]), comm, cmd
 
 
+def _lock_directory(conf):
+    """The `lock directory` of smb.conf CONF, or None."""
+    try:
+        for name, items in parse_smb_conf(conf):
+            if name == 'global':
+                return dict(items).get('lock directory')
+    except OSError:
+        pass
+    return None
+
+
+def _holds_file_under(pid, directory):
+    """Whether process PID has a file under DIRECTORY open."""
+    fds = '/proc/%d/fd' % pid
+    try:
+        names = os.listdir(fds)
+    except OSError:
+        return False
+    for fd in names:
+        try:
+            target = os.readlink(os.path.join(fds, fd))
+        except OSError:
+            continue
+        if target.startswith(directory):
+            return True
+    return False
+
+
 def smbd_processes(conf):
     """Every live process of the smbd started with `-s CONF`: those with
-    that on the command line, and their descendants (up to Samba 4.17
-    forked children keep the parent's command line; later releases
-    retitle them, "smbd: client [...]")."""
+    that on the command line, their descendants, and the smbd processes
+    that hold a file of its lock directory open.
+
+    Up to Samba 4.17 forked children keep the parent's command line;
+    later releases retitle them ("smbd: client [...]"), so a child is
+    found as a descendant of the main smbd only while that one lives.
+    The main smbd does not wait for its children when it stops (it
+    signals them and exits), so children still leaving (a glfs_fini takes
+    seconds) are the init process's by then, and would be lost from
+    view: they are found by the tdbs of the lock directory, which every
+    smbd process keeps open to its end.  An smbd started on the same lock
+    directory while they run truncates its volatile tdbs
+    (TDB_CLEAR_IF_FIRST: forked children do not hold the active lock that
+    would prevent it, the long-lived parent does), and a child still
+    using one then faults reading its mapping (SIGBUS)."""
     infos = {}
     for d in os.listdir('/proc'):
         if not d.isdigit() or int(d) == os.getpid():
@@ -219,6 +259,13 @@ def smbd_processes(conf):
             infos[int(d)] = info
     ours = set(pid for pid, info in infos.items()
                if (' -s %s ' % conf) in info[2] + ' ')
+    lock_dir = _lock_directory(conf)
+    if lock_dir:
+        lock_dir = os.path.join(os.path.realpath(lock_dir), '')
+        ours |= set(pid for pid, info in infos.items()
+                    if pid not in ours and
+                    info[1].startswith(('smbd', 'samba', 'rpcd')) and
+                    _holds_file_under(pid, lock_dir))
     grew = True
     while grew:
         kids = set(pid for pid, info in infos.items()
