@@ -12,7 +12,7 @@ import subprocess
 from .bench import Bench
 from .build import ensure_built
 from .chart import write_chart
-from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, DATADIR,
+from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, BASE_WC, DATADIR,
                      NOPF, PREFETCH_COMPARE_BACKENDS,
                      PREFETCH_COMPARE_WORKLOADS, SHARE_ALIASES, TOP,
                      WORKLOAD_NAMES, WORKLOADS, die_args, now)
@@ -41,8 +41,10 @@ def parse_args(argv):
                          'all of these), and %s (alias gf2-nopf: the '
                          'module with prefetch off) and %s (alias '
                          'gf2-base: a baseline build of the module, '
-                         'test/bench/baseline REV; ratios glusterfs2/%s)'
-                         % (NOPF, BASE, BASE))
+                         'test/bench/baseline REV; ratios glusterfs2/%s; '
+                         'and %s, alias gf2-base-wc: that build with the '
+                         'write cache on, beside gf2-wc)'
+                         % (NOPF, BASE, BASE, BASE_WC))
     ap.add_argument('--prefetch-compare', action='store_true',
                     help='the module with and without prefetch against the '
                          'stock module: seqread (64K and 1M, warm), '
@@ -158,10 +160,12 @@ def main(argv):
     env = stack_env(platform)
     if 'gfapi' in backends:
         check_fio(env, platform)
-    if BASE in backends and env.get('BASELINE_SHARE') != BASE:
-        die_args('the stack has no share %s: build one with '
-                 'test/bench/baseline REV, then test/stack up --no-build '
-                 '--baseline-module glusterfs2_base' % BASE)
+    for b, key in ((BASE, 'BASELINE_SHARE'),
+                   (BASE_WC, 'BASELINE_WCACHE_SHARE')):
+        if b in backends and env.get(key) != b:
+            die_args('the stack has no share %s: build one with '
+                     'test/bench/baseline REV, then test/stack up --no-build '
+                     '--baseline-module glusterfs2_base' % b)
     if args.clean:
         for p in (os.path.join(env['FUSE_MOUNT'], DATADIR),
                   os.path.join(env['LOCAL_DIR'], DATADIR)):
@@ -207,7 +211,7 @@ def main(argv):
     os.environ['GLUSTERFS2_MODULE'] = env.get('GLUSTERFS2_MODULE', '')
     os.environ['GLUSTERFS2_MODULE_STATE'] = env.get('MODULE_STATE', '')
     os.environ['BASELINE_MODULE'] = env.get('BASELINE_MODULE', '') \
-        if BASE in backends else ''
+        if BASE in backends or BASE_WC in backends else ''
     meta = versions(env)
     meta.update({
         'date': datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC'),

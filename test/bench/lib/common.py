@@ -20,10 +20,13 @@ NOPF = 'glusterfs2-noprefetch'          # only when asked for
 # test/stack up --baseline-module glusterfs2_base); only when asked for
 BASE = 'glusterfs2-base'
 WC = 'glusterfs2-wcache'                # write cache on; only when asked for
-ALL_SMB_SHARES = SMB_SHARES + [NOPF, BASE, WC]
+BASE_WC = 'glusterfs2-base-wcache'      # the baseline build, write cache on
+ALL_SMB_SHARES = SMB_SHARES + [NOPF, BASE, WC, BASE_WC]
 ALL_BACKENDS = ALL_SMB_SHARES + ['gfapi']
-SHARE_ALIASES = {'gf2-nopf': NOPF, 'gf2-base': BASE, 'gf2-wc': WC}
-SHORT = {NOPF: 'gf2-nopf', BASE: 'gf2-base', WC: 'gf2-wc'}  # in progress lines and ratio
+SHARE_ALIASES = {'gf2-nopf': NOPF, 'gf2-base': BASE, 'gf2-wc': WC,
+                 'gf2-base-wc': BASE_WC}
+SHORT = {NOPF: 'gf2-nopf', BASE: 'gf2-base', WC: 'gf2-wc',
+         BASE_WC: 'gf2-base-wc'}  # in progress lines and ratio
 #                                               names
 # --prefetch-compare: the module with and without prefetch against the
 # stock module, side by side

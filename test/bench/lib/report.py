@@ -6,7 +6,7 @@ import csv
 import json
 import time
 
-from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BASE, NOPF, SHORT,
+from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BASE, BASE_WC, NOPF, SHORT,
                      WORKLOADS, median)
 
 
@@ -103,7 +103,9 @@ def summarize(records, backends):
 # (A, B) ratio columns, shown when both backends ran: A's figure against B's
 RATIO_PAIRS = [('glusterfs2', 'glusterfs'), ('glusterfs2', 'fuse'),
                ('glusterfs2', 'local'), (NOPF, 'glusterfs'),
-               ('glusterfs2', NOPF), ('glusterfs2', BASE)]
+               ('glusterfs2', NOPF), ('glusterfs2', BASE),
+               ('glusterfs2-wcache', 'glusterfs'),
+               ('glusterfs2-wcache', BASE_WC)]
 
 
 def ratio_name(a, b):
@@ -125,6 +127,8 @@ BACKEND_TITLES = {'local': 'local', 'fuse': 'fuse', 'glusterfs':
                   NOPF: 'glusterfs2, prefetch off (gf2-nopf)',
                   BASE: 'glusterfs2-base, baseline build (gf2-base)',
                   'glusterfs2-wcache': 'glusterfs2, write cache on (gf2-wc)',
+                  BASE_WC: 'glusterfs2-base, baseline build, write cache on '
+                  '(gf2-base-wc)',
                   'gfapi': 'gfapi (raw)'}
 
 

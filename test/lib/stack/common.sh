@@ -47,6 +47,8 @@ case $LISTEN in
 esac
 # The share of a baseline build of the module (up --baseline-module NAME)
 BASE_SHARE=glusterfs2-base
+# ... and the same build with the write cache on, beside [glusterfs2-wcache]
+BASE_WC_SHARE=glusterfs2-base-wcache
 
 # Is PID's root directory ours?  The test platforms' processes
 # (test/platform/root) share the PID namespace and, run from the same

@@ -40,6 +40,7 @@ EOF
 	base=$(state_get BASELINE_MODULE)
 	if [ -n "$base" ]; then
 		printf '%s=%s\n' BASELINE_SHARE "$(q "$BASE_SHARE")" \
+			BASELINE_WCACHE_SHARE "$(q "$BASE_WC_SHARE")" \
 			BASELINE_MODULE "$(q "$base")"
 	fi
 }
@@ -47,7 +48,7 @@ EOF
 cmd_status() {
 	local rc=0 pid vol src s shares=$SHARES base
 	base=$(state_get BASELINE_MODULE)
-	if [ -n "$base" ]; then shares="$shares $BASE_SHARE"; fi
+	if [ -n "$base" ]; then shares="$shares $BASE_SHARE $BASE_WC_SHARE"; fi
 	if [ -f "$STATE" ]; then
 		echo "state ($STATE):"
 		sed 's/^/    /' "$STATE"

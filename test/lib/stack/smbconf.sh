@@ -274,6 +274,20 @@ EOF
 	glusterfs2:loglevel = 4
 	read only = no
 	guest ok = no
+
+# The baseline build with the write cache on, otherwise identical to
+# [glusterfs2-wcache] (test/bench/run --shares gf2-wc,gf2-base-wc).
+[$BASE_WC_SHARE]
+	comment = glusterfs2 baseline module $base, write cache on, on volume $vol
+	vfs objects = $base
+	path = /
+	glusterfs2:volume = $vol
+	glusterfs2:volfile_server = $host
+	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
+	glusterfs2:loglevel = 4
+	glusterfs2:write cache = yes
+	read only = no
+	guest ok = no
 EOF
 	fi
 	if [ -f "$CONF" ] && cmp -s "$tmp" "$CONF"; then
