@@ -167,6 +167,8 @@ enum gf2_pfb_serve gf2_pfb_serve(struct gf2_pfb_file *f, uint8_t *data,
  * with one at a time whole costs a ninth of the calls and less brick CPU;
  * allowing two whole at a time kept 4 in flight as costly as all whole.)
  */
+#define GF2_PFB_WHOLE_MAX (1024 * 1024)
+#define GF2_PFB_WHOLE_ARENA 1
 uint64_t gf2_pfb_direct_piece(uint64_t n, uint64_t chunk,
 			      unsigned whole_in_flight);
 
