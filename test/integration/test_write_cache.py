@@ -737,3 +737,131 @@ def test_brick_killed_with_writes_queued(stack, slow_bricks):
         'writes were lost with the killed brick'
     ok, what = brick_prefix_ok(stack, name, pat, first)
     assert ok, what
+
+
+# -- times and sizes seen through other paths while bytes are queued ------
+
+NT_EPOCH = 11644473600              # seconds from 1601 to 1970
+# A LastWriteTime a client sets: well in the past, with a fraction.
+SET_WRITE_NS = 1500000000 * 10 ** 9 + 987654300
+FILE_BASIC_INFORMATION = 4
+FILE_NETWORK_OPEN_INFORMATION = 34
+
+
+def nttime(ns):
+    return (ns // 100) + NT_EPOCH * 10 ** 7
+
+
+def query_info(conn, fid, cls):
+    """SMB2 QUERY_INFO of a file information class by handle: the
+    returned buffer."""
+    body = struct.pack('<HBBIHHIII16s', 41, 1, cls, 4096, 0, 0, 0, 0, 0,
+                       fid)
+    status, frame, pos, _end = conn._exchange(smb2q.s3.SMB2_QUERY_INFO,
+                                              body, 'query_info')
+    assert status == 0, 'QUERY_INFO %d: %s' % (cls, smb2q.status_str(status))
+    off, n = struct.unpack_from('<HI', frame, pos + 64 + 2)
+    return bytes(frame[pos + off:pos + off + n])
+
+
+def network_open(conn, fid):
+    """FileNetworkOpenInformation: {write, size, alloc} (write: NTTIME)."""
+    raw = query_info(conn, fid, FILE_NETWORK_OPEN_INFORMATION)
+    _c, _a, write, _ch, alloc, size = struct.unpack_from('<QQQQqq', raw, 0)
+    return {'write': write, 'size': size, 'alloc': alloc}
+
+
+def set_write_time(conn, fid, ns):
+    """SMB2 SET_INFO FileBasicInformation with only LastWriteTime (the
+    other times 0: left as they are)."""
+    blob = struct.pack('<QQQQII', 0, 0, nttime(ns), 0, 0, 0)
+    body = struct.pack('<HBBIHHI16s', 33, 1, FILE_BASIC_INFORMATION,
+                       len(blob), 64 + 32, 0, 0, fid) + blob
+    status = conn.simple(smb2q.s3.SMB2_SET_INFO, body, 'set_info')
+    assert status == 0, 'SET_INFO: %s' % smb2q.status_str(status)
+
+
+def share_dir(stack, share):
+    return stack['LOCAL_DIR'] if share == 'local' else stack['FUSE_MOUNT']
+
+
+def path_mtime_ns(path):
+    """The write time seen through a path of its own (the FUSE mount for
+    the volume), past the mount's attribute cache (1 s)."""
+    time.sleep(1.2)
+    return os.stat(path).st_mtime_ns
+
+
+def write_time_seen(ns):
+    """'set' when ns is the time set, else the time (s since 1970)."""
+    return 'set' if ns == SET_WRITE_NS else '%.3f' % (ns / 1e9)
+
+
+def handle_write_time(conn, fid):
+    nt = network_open(conn, fid)['write']
+    return write_time_seen((nt - NT_EPOCH * 10 ** 7) * 100)
+
+
+def explicit_write_time_walk(stack, share, order):
+    """On `share`: an RWH lease; LastWriteTime set by SET_INFO and 256 KiB
+    written (queued on the write-cache share: the bricks hold every
+    WRITE for BRICK_DELAY_MS), in `order`; a FLUSH; the write time as
+    the path shows it and as the handle does; the close, and both again,
+    through the path and through a fresh open on another connection."""
+    name = 'wc-settime-%s-%s.bin' % (order, share)
+    path = os.path.join(share_dir(stack, share), name)
+    if os.path.exists(path):
+        os.unlink(path)
+    seen = {}
+    conn = connect(stack, share)
+    fid = conn.open(name, write=True, create=True, lease_key=lease_key())
+    seen['granted'] = conn.granted
+    for step in order.split('-'):
+        if step == 'set':
+            set_write_time(conn, fid, SET_WRITE_NS)
+        else:
+            # one write at a time: smbd reads the time before a write
+            # to set it again after it, so a write still in flight when
+            # the next one is read (a local file's too) moves it
+            conn.pipeline(fid, 'write', 256 * KiB, 64 * KiB, 1,
+                          smb2q.Pattern('settime'))
+    assert conn.flush(fid) == 0
+    seen['path after flush'] = write_time_seen(path_mtime_ns(path))
+    seen['handle after flush'] = handle_write_time(conn, fid)
+    conn.close(fid)
+    conn.drop()
+    seen['path after close'] = write_time_seen(path_mtime_ns(path))
+    other = connect(stack, share)
+    fid = other.open(name, write=False, create=False)
+    seen['fresh open'] = handle_write_time(other, fid)
+    other.close(fid)
+    other.drop()
+    return seen
+
+
+@pytest.mark.parametrize('order', ['write-set', 'set-write'])
+def test_explicit_write_time_outlives_queued_writes(stack, slow_bricks,
+                                                    order):
+    """A client writes under an RWH lease (acknowledged once queued: the
+    bricks hold every WRITE) and sets LastWriteTime to a fixed past date,
+    in either order, and flushes.  Wherever the local share shows the
+    time set (through the path, by the handle, after the close through
+    the path and a fresh open), so does the write-cache share.  Samba 4.23
+    and later set a time a client gave again after each write of the
+    handle; when that went to Gluster ahead of the write's queued bytes,
+    the WRITE that landed after it stamped the write time with its
+    own."""
+    c0 = counters(stack).get('wc_writes', 0)
+    local = explicit_write_time_walk(stack, 'local', order)
+    g2 = explicit_write_time_walk(stack, SHARE, order)
+    cached = grown(stack, 'wc_writes', c0, 1)
+    print('\n%-20s %-16s %s' % (order, 'local', SHARE))
+    for k in local:
+        print('%-20s %-16s %s' % (k, local[k], g2[k]))
+    assert local['granted'] == g2['granted'] == 'lease RWH', (local, g2)
+    assert cached > 0, 'no write was cached'
+    diff = {k: (g2[k], local[k]) for k in local
+            if (g2[k] == 'set') != (local[k] == 'set')}
+    assert diff == {}, (
+        'the write time set, %s (got) vs local (wanted): %r' % (
+            SHARE, diff))
