@@ -35,5 +35,16 @@ struct gf2_cache_write;
 struct gf2_cache_write *gf2_cache_write_begin(struct gf2_pf_file *pf,
 					      uint64_t ino);
 void gf2_cache_write_end(void *arg);
+/*
+ * The same bracket for the writes of a handle's write cache, which are
+ * acknowledged before they reach the bricks: one record for them all,
+ * owned by mem_ctx (NULL: out of memory).  gf2_cache_queued_begin before
+ * each write (after gf2_pf_write_begin on pf); gf2_cache_write_end with
+ * the record once per write, when it is on the bricks or failed.
+ */
+struct gf2_cache_write *gf2_cache_queued_new(TALLOC_CTX *mem_ctx,
+					     struct gf2_pf_file *pf,
+					     uint64_t ino);
+void gf2_cache_queued_begin(struct gf2_cache_write *w);
 
 #endif /* GF2_CACHE_H */

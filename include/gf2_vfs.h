@@ -41,6 +41,7 @@ struct gf2_handle {
 	struct gf2_fh *fh;
 	struct gf2_pf_file *pf;	/* prefetch state of the file, lazily */
 	struct gf2_wc *wc;	/* write cache, from the first cached write */
+	struct gf2_cache_write *wc_bracket;	/* wc's end hook argument */
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */

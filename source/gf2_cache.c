@@ -19,6 +19,7 @@ void gf2_cache_invalidate_inode(uint64_t ino, bool all)
 struct gf2_cache_write {
 	struct gf2_pf_file *pf;
 	uint64_t ino;
+	bool queued;		/* a write cache's, kept across writes */
 };
 
 struct gf2_cache_write *gf2_cache_write_begin(struct gf2_pf_file *pf,
@@ -43,7 +44,30 @@ void gf2_cache_write_end(void *arg)
 		gf2_pf_write_end(w->pf);
 	}
 	gf2_meta_write_end(w->ino);
-	talloc_free(w);
+	if (!w->queued) {
+		talloc_free(w);
+	}
+}
+
+struct gf2_cache_write *gf2_cache_queued_new(TALLOC_CTX *mem_ctx,
+					     struct gf2_pf_file *pf,
+					     uint64_t ino)
+{
+	struct gf2_cache_write *w = talloc_zero(mem_ctx,
+						struct gf2_cache_write);
+
+	if (w == NULL) {
+		return NULL;
+	}
+	w->pf = pf;
+	w->ino = ino;
+	w->queued = true;
+	return w;
+}
+
+void gf2_cache_queued_begin(struct gf2_cache_write *w)
+{
+	gf2_meta_write_begin(w->ino);
 }
 
 void gf2_cache_forget_volume(glfs_t *fs)

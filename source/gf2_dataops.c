@@ -371,20 +371,35 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 		h->fh != NULL && h->fh->fd != NULL && gf2_write_caching(fsp);
 	if (cache && h->wc == NULL) {
 		/* NULL (no memory, no registry): written directly */
-		h->wc = gf2_wc_new(fsp, ev, h->fh, c->st, c->vol->volname,
-				   fsp->fsp_name->st.st_ex_ino, c->wc_max_wait_ms,
-				   pf != NULL ? gf2_change_end : NULL, pf);
+		h->wc_bracket = gf2_cache_queued_new(fsp, pf,
+						     fsp->file_id.inode);
+		if (h->wc_bracket != NULL) {
+			h->wc = gf2_wc_new(fsp, ev, h->fh, c->st,
+					   c->vol->volname,
+					   fsp->fsp_name->st.st_ex_ino,
+					   c->wc_max_wait_ms,
+					   gf2_cache_write_end, h->wc_bracket);
+		}
+		if (h->wc == NULL) {
+			TALLOC_FREE(h->wc_bracket);
+		}
 	}
 	if (h != NULL && h->wc != NULL) {
 		/*
 		 * Checked on every write: a break stops early answers.
-		 * Listings see of the file what the bricks have.
+		 * Until the write is on the bricks (queued or not),
+		 * listings keep no stat of the file: smbd's stat of a
+		 * listed entry waits for the queued bytes, and must then
+		 * not be answered with a stat the listing read before
+		 * they landed.
 		 */
-		struct tevent_req *req = gf2_wc_write_send(
-			mem_ctx, ev, h->wc, cache, data, n, offset);
+		struct tevent_req *req = NULL;
 
+		gf2_cache_queued_begin(h->wc_bracket);
+		req = gf2_wc_write_send(mem_ctx, ev, h->wc, cache, data, n,
+					offset);
 		if (req == NULL) {
-			gf2_change_end(pf);
+			gf2_cache_write_end(h->wc_bracket);
 		}
 		return req;
 	}

@@ -223,12 +223,29 @@ int gf2_lookup_opened(struct gf2_conn *c, const char *path, bool nofollow,
 int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 	       struct stat *st)
 {
+	int ret;
+
 	/* kept search answers go with the changes Gluster announced */
 	gf2_cache_sync();
 	if (gf2_may_search_to(c->fs, path) != 0) {
 		return -1;
 	}
-	return gf2_lookup_opened(c, path, nofollow, st);
+	ret = gf2_lookup_opened(c, path, nofollow, st);
+	if (ret != 0 || S_ISDIR(st->st_mode) ||
+	    !gf2_wc_file_busy(c->vol->volname, st->st_ino)) {
+		return ret;
+	}
+	/*
+	 * This process acknowledged bytes of the file that are still
+	 * queued: a stat by path shows them, as one by handle does.  The
+	 * wait is bounded (write cache max wait); when it gives up, the
+	 * stat is what the bricks have.
+	 */
+	if (gf2_wc_drain_file_sync(c->vol->volname, st->st_ino) != 0) {
+		return 0;
+	}
+	return nofollow ? glfs_lstat(c->fs, path, st) :
+			  glfs_stat(c->fs, path, st);
 }
 
 void gf2_stat_ex(struct vfs_handle_struct *handle, struct stat_ex *dst,

@@ -349,6 +349,16 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 		return 0;
 	}
 
+	/*
+	 * Acknowledged bytes still queued would reach the bricks after the
+	 * times and stamp the write time with their own: land them first
+	 * (bounded by the write cache's max wait).  smbd sets a time a
+	 * client gave again after each write of the handle (Samba 4.23 and
+	 * later) and at the close.
+	 */
+	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+		return -1;
+	}
 	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,
 				  gf2_handle_of(handle, fsp));
 	GF2_START_PROFILE(handle, syscall_fntimes);
