@@ -386,6 +386,17 @@ class Workloads:
                    'mbps': size / secs / 1e6, 't_start': t[0],
                    't_end': t[1], 'checked_bytes': 0,
                    'checked_via': dst}
+            # the old file was written through the same path: its pages
+            # may still be in the page cache (a FUSE mount keeps them
+            # until it sees the file change), so drop them first
+            try:
+                fd = os.open(dst, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass
             rc, out, _ = self.patfile('check', dst, size, PW_SEED, 'all')
             if rc != 0:
                 try:
