@@ -37,7 +37,12 @@
  * the holder.  smbd runs the whole open again after an oplock or
  * lease break too, so the open that finally succeeds has found no entry
  * after the holder's lease lost its write caching.  Entries of processes
- * that died are dropped by whoever reads them.
+ * that died are dropped by whoever reads them.  A handle's entry is in
+ * the tdb before its first byte is acknowledged (if it cannot be added,
+ * the write goes to Gluster before it is answered); an entry that cannot
+ * be removed once the bytes landed (the tdb refused the change) is
+ * removed again every second until it goes, so that a live process never
+ * holds other processes' opens of the file for nothing.
  */
 
 #include "includes.h"
@@ -69,6 +74,7 @@ struct gf2_wc {
 	char *key;
 	uint32_t id;
 	bool registered;	/* an entry in the tdb */
+	bool busy;		/* counted in gf2_wc_busy */
 	uint32_t max_wait_ms;	/* a blocking wait for a call, at most */
 	bool stalled;		/* a wait gave up; nothing landed since */
 	struct gf2_wq q;
@@ -165,7 +171,8 @@ static void gf2_wc_rec_read(struct tdb_context *db, TDB_DATA k,
 	SAFE_FREE(d.dptr);
 }
 
-static void gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
+/* false: the tdb kept what it held. */
+static bool gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
 			     const struct gf2_wc_rec *r)
 {
 	TDB_DATA d = {
@@ -174,12 +181,17 @@ static void gf2_wc_rec_write(struct tdb_context *db, TDB_DATA k,
 	};
 
 	if (r->h.n == 0 && r->h.drain_until_ms <= gf2_now_ms()) {
-		(void)tdb_delete(db, k);
-		return;
+		if (tdb_delete(db, k) != 0 && tdb_exists(db, k)) {
+			DBG_WARNING("tdb_delete: %s\n", tdb_errorstr(db));
+			return false;
+		}
+		return true;
 	}
 	if (tdb_store(db, k, d, TDB_REPLACE) != 0) {
 		DBG_WARNING("tdb_store: %s\n", tdb_errorstr(db));
+		return false;
 	}
+	return true;
 }
 
 /*
@@ -255,38 +267,168 @@ static bool gf2_wc_holder_alive(const struct gf2_wc_rec_ent *e)
 	return start == 0 || start == e->start;
 }
 
-/* Add (on) or remove this cache's entry.  false: could not add it. */
-static bool gf2_wc_reg(struct gf2_wc *wc, bool on)
+/*
+ * Add (add) or remove the entry (this process, id) of the file key.
+ * false: the tdb could not be changed.
+ */
+static bool gf2_wc_rec_edit(const char *key, uint32_t id, bool add)
 {
 	struct tdb_context *db = gf2_wc_db();
-	TDB_DATA k = gf2_wc_tkey(wc->key);
+	TDB_DATA k = gf2_wc_tkey(key);
 	struct gf2_wc_rec r;
 	uint32_t me = getpid();
 	uint32_t i, j;
+	bool ok;
 
 	if (db == NULL || tdb_chainlock(db, k) != 0) {
-		return !on;
+		return false;
 	}
 	gf2_wc_rec_read(db, k, &r);
 	for (i = 0, j = 0; i < r.h.n; i++) {
-		if (r.e[i].pid == me && r.e[i].id == wc->id) {
+		if (r.e[i].pid == me && r.e[i].id == id) {
 			continue;
 		}
 		r.e[j++] = r.e[i];
 	}
+	if (!add && j == r.h.n) {
+		/* not there */
+		tdb_chainunlock(db, k);
+		return true;
+	}
 	r.h.n = j;
-	if (on) {
+	if (add) {
 		if (r.h.n >= GF2_WC_REC_MAX) {
 			tdb_chainunlock(db, k);
 			return false;
 		}
 		r.e[r.h.n++] = (struct gf2_wc_rec_ent) {
-			.pid = me, .id = wc->id, .start = gf2_wc_my_start(),
+			.pid = me, .id = id, .start = gf2_wc_my_start(),
 		};
 	}
-	gf2_wc_rec_write(db, k, &r);
+	ok = gf2_wc_rec_write(db, k, &r);
 	tdb_chainunlock(db, k);
-	wc->registered = on;
+	return ok;
+}
+
+/*
+ * Entries of this process whose removal failed, removed again every
+ * second (gf2_wc_stale_fn) until the tdb takes the change.  One element
+ * per file and handle whose removal failed: a few bytes each, and none
+ * while the tdb works.
+ */
+struct gf2_wc_stale {
+	struct gf2_wc_stale *prev, *next;
+	pid_t pid;		/* the process that made it: not its children */
+	uint32_t id;
+	char *key;
+};
+
+static struct gf2_wc_stale *gf2_wc_stales;
+static struct tevent_timer *gf2_wc_stale_te;
+
+#define GF2_WC_STALE_RETRY_MS 1000
+
+static void gf2_wc_stale_fn(struct tevent_context *ev,
+			    struct tevent_timer *te, struct timeval now,
+			    void *private_data);
+
+static void gf2_wc_stale_arm(struct tevent_context *ev)
+{
+	if (gf2_wc_stale_te != NULL || gf2_wc_stales == NULL) {
+		return;
+	}
+	gf2_wc_stale_te = tevent_add_timer(
+		ev, ev, timeval_current_ofs_msec(GF2_WC_STALE_RETRY_MS),
+		gf2_wc_stale_fn, NULL);
+	if (gf2_wc_stale_te == NULL) {
+		DBG_ERR("no memory for the registry's retry timer; stale "
+			"entries go at the next change of their file\n");
+	}
+}
+
+static void gf2_wc_stale_drop(const char *key, uint32_t id)
+{
+	struct gf2_wc_stale *s = NULL;
+	struct gf2_wc_stale *next = NULL;
+
+	for (s = gf2_wc_stales; s != NULL; s = next) {
+		next = s->next;
+		if (s->pid != getpid() ||
+		    (s->id == id && strcmp(s->key, key) == 0)) {
+			DLIST_REMOVE(gf2_wc_stales, s);
+			TALLOC_FREE(s);
+		}
+	}
+}
+
+static void gf2_wc_stale_fn(struct tevent_context *ev,
+			    struct tevent_timer *te, struct timeval now,
+			    void *private_data)
+{
+	struct gf2_wc_stale *s = NULL;
+	struct gf2_wc_stale *next = NULL;
+
+	TALLOC_FREE(gf2_wc_stale_te);
+	for (s = gf2_wc_stales; s != NULL; s = next) {
+		next = s->next;
+		if (s->pid == getpid() && !gf2_wc_rec_edit(s->key, s->id,
+							   false)) {
+			continue;
+		}
+		if (s->pid == getpid()) {
+			DBG_NOTICE("%s: this process's registry entry is "
+				   "removed\n", s->key);
+		}
+		DLIST_REMOVE(gf2_wc_stales, s);
+		TALLOC_FREE(s);
+	}
+	gf2_wc_stale_arm(ev);
+}
+
+/* The handle holds no acknowledged bytes: its entry goes. */
+static void gf2_wc_unregister(struct gf2_wc *wc)
+{
+	struct gf2_wc_stale *s = NULL;
+
+	if (!wc->registered) {
+		return;
+	}
+	wc->registered = false;
+	if (gf2_wc_rec_edit(wc->key, wc->id, false)) {
+		return;
+	}
+	DBG_ERR("%s: could not remove this process's entry from the write "
+		"cache registry; other processes' opens of the file wait "
+		"until it goes (retried every second)\n", wc->key);
+	/* process-lifetime list, independent of the handle that goes */
+	s = talloc_zero(NULL, struct gf2_wc_stale);
+	if (s != NULL) {
+		s->key = talloc_strdup(s, wc->key);
+	}
+	if (s == NULL || s->key == NULL) {
+		TALLOC_FREE(s);
+		return;
+	}
+	s->pid = getpid();
+	s->id = wc->id;
+	DLIST_ADD_END(gf2_wc_stales, s);
+	gf2_wc_stale_arm(wc->ev);
+}
+
+/*
+ * Before the handle's first byte is acknowledged: its entry.  false: it
+ * could not be added, and no write may be acknowledged before it lands.
+ */
+static bool gf2_wc_register(struct gf2_wc *wc)
+{
+	if (wc->registered) {
+		return true;
+	}
+	if (!gf2_wc_rec_edit(wc->key, wc->id, true)) {
+		return false;
+	}
+	gf2_wc_stale_drop(wc->key, wc->id);
+	wc->registered = true;
 	return true;
 }
 
@@ -303,20 +445,25 @@ static bool gf2_wc_drain_asked(const struct gf2_wc *wc)
 	return r.h.drain_until_ms > gf2_now_ms();
 }
 
-/* Keep the entry and the busy count in step with the queue. */
+/*
+ * Keep the busy count in step with the queue; the entry goes once
+ * nothing is queued or in flight.
+ */
 static void gf2_wc_track(struct gf2_wc *wc)
 {
 	bool busy = !gf2_wq_idle(&wc->q);
 
-	if (busy == wc->registered) {
-		return;
+	if (busy != wc->busy) {
+		if (busy) {
+			gf2_wc_busy += 1;
+		} else {
+			gf2_wc_busy -= 1;
+		}
+		wc->busy = busy;
 	}
-	if (busy) {
-		gf2_wc_busy += 1;
-	} else {
-		gf2_wc_busy -= 1;
+	if (!busy) {
+		gf2_wc_unregister(wc);
 	}
-	(void)gf2_wc_reg(wc, busy);
 }
 
 /* -- landing calls --------------------------------------------------- */
@@ -713,6 +860,14 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 		gf2_wc_direct(w);
 		return true;
 	case GF2_WQ_NEW:
+		if (!gf2_wc_register(wc)) {
+			/* no other process could see these bytes queued */
+			if (gf2_wq_idle(&wc->q)) {
+				gf2_wc_direct(w);
+				return true;
+			}
+			return false;
+		}
 		if (wc->q.gather.used) {
 			gf2_wc_send(wc);
 		}
@@ -723,6 +878,7 @@ static bool gf2_wc_queue(struct gf2_wc_waiter *w)
 		}
 		if (wc->gbuf == NULL) {
 			if (gf2_wq_idle(&wc->q)) {
+				gf2_wc_unregister(wc);
 				gf2_wc_direct(w);
 				return true;
 			}
@@ -1224,10 +1380,10 @@ static int gf2_wc_destructor(struct gf2_wc *wc)
 	if (wc->q.reserved > 0) {
 		gf2_pf_mem_give(wc->q.reserved);
 	}
-	if (wc->registered) {
+	if (wc->busy) {
 		gf2_wc_busy -= 1;
-		(void)gf2_wc_reg(wc, false);
 	}
+	gf2_wc_unregister(wc);
 	DLIST_REMOVE(gf2_wcs, wc);
 	return 0;
 }

@@ -19,10 +19,12 @@ process than the one holding the queued writes.
 
 import fcntl
 import os
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -410,6 +412,102 @@ def test_registry_entry_of_a_crashed_holder(stack):
     if status == 0:
         b.close(fid)
     b.drop()
+    assert status == 0, 'open after %.1f s: %s' % (took, status)
+
+
+class UnregFailSmbd(PrivateSmbd):
+    """A private smbd with fail_tdb_delete.so preloaded: the module's
+    first tdb_delete() in each process fails."""
+
+    shim = None
+    mark = None
+
+    def smbd_env(self):
+        env = super().smbd_env() or dict(os.environ)
+        pre = env.get('LD_PRELOAD', '')
+        env['LD_PRELOAD'] = (pre + ' ' + self.shim).strip()
+        env['GF2_FAIL_MODULE'] = self.module + '.so'
+        env['GF2_FAIL_TDB_DELETE'] = '1'
+        env['GF2_FAIL_MARK'] = self.mark
+        return env
+
+
+@pytest.fixture
+def unreg_fails(stack, tmp_path):
+    """A private smbd serving the volume with the write cache, in whose
+    processes the module's first removal of a registry record fails."""
+    if shutil.which('cc') is None:
+        pytest.fail('no C compiler to build the fault shim '
+                    'fail_tdb_delete.c')
+    shim = str(tmp_path / 'fail_tdb_delete.so')
+    subprocess.run(['cc', '-shared', '-fPIC', '-Wall', '-Werror', '-o', shim,
+                    os.path.join(os.path.dirname(__file__),
+                                 'fail_tdb_delete.c'), '-ldl'], check=True)
+    s = UnregFailSmbd('wcache-wait', stack)
+    s.shim = shim
+    # made as the connected user (smbd's euid when the module calls)
+    marks = tempfile.mkdtemp(prefix='gf2-unreg-')
+    os.chmod(marks, 0o1777)
+    s.mark = os.path.join(marks, 'failed')
+    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
+             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
+             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
+                                                     'localhost')),
+             ('glusterfs2:logfile', os.path.join(s.dir,
+                                                 'glusterfs2-%M.log')),
+             ('glusterfs2:write cache', 'yes'),
+             ('kernel share modes', 'no'), ('kernel oplocks', 'no'),
+             ('read only', 'no')]
+    s.write_conf([], [('wcunreg', share)])
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+        shutil.rmtree(marks, ignore_errors=True)
+
+
+def test_registry_entry_whose_removal_failed(stack, unreg_fails):
+    """A process holding an acknowledged write of a file lands it, and the
+    removal of its registry entry fails (the tdb refuses the delete once:
+    fail_tdb_delete.so).  The process lives on with its connection open.
+    Another connection's open of the file (another process) succeeds and
+    reads every byte, instead of waiting for a drain that never comes
+    from a process that holds nothing (about 70 s of retries, then a
+    failure)."""
+    name = 'wc-unreg.bin'
+    fresh(stack, name)
+    a = smb2q.Conn(stack['SMB_HOST'], unreg_fails.port, stack['SMB_USER'],
+                   stack['SMB_PASS'], 'wcunreg', timeout=120)
+    h = a.open(name, write=True, create=True, lease_key=lease_key())
+    assert a.granted == 'lease RWH'
+    pat = smb2q.Pattern('unreg')
+    # one write: one entry added, one removal (the one that fails; a
+    # later write of the handle would have replaced the entry)
+    assert a.write(h, 0, pat.get(0, 64 * KiB)) == 0
+    assert a.close_status(h) == 0
+    # the entry goes once the last call's completion is in the main loop
+    deadline = time.monotonic() + 30
+    while not os.path.exists(unreg_fails.mark) and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert os.path.exists(unreg_fails.mark), \
+        'the fault shim failed no tdb_delete of the module'
+    b = smb2q.Conn(stack['SMB_HOST'], unreg_fails.port, stack['SMB_USER'],
+                   stack['SMB_PASS'], 'wcunreg', timeout=120)
+    t0 = time.monotonic()
+    try:
+        fid = b.open(name, write=False, create=False)
+        status = 0
+    except smb2q.Failure as e:
+        status = str(e)
+    took = time.monotonic() - t0
+    if status == 0:
+        # checks every byte against the pattern
+        b.pipeline(fid, 'read', 64 * KiB, 64 * KiB, 1, pat)
+        b.close(fid)
+    b.drop()
+    a.drop()
     assert status == 0, 'open after %.1f s: %s' % (took, status)
 
 
