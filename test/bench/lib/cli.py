@@ -31,7 +31,7 @@ def parse_args(argv):
                     'fio), interleaved and repeated.')
     ap.add_argument('--quick', action='store_true',
                     help='small sizes, 1 repetition, every workload '
-                         '(8 minutes on two shared cores)')
+                         '(about 4 minutes on two cores)')
     ap.add_argument('--workloads', default=None,
                     help='comma-separated subset of: ' +
                          ','.join(WORKLOAD_NAMES))
