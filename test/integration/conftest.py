@@ -13,7 +13,7 @@ import uuid
 import pytest
 import smbc
 
-from gf2_bricks import delayed_fops, one_brick_volume
+from gf2_bricks import delayed_brick_fops, delayed_fops, one_brick_volume
 from gf2_private_smbd import PrivateSmbd, gf2_share
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -256,6 +256,18 @@ def tmpname():
     return 'pytest-%s' % uuid.uuid4().hex[:12]
 
 
+def fresh(stack, name):
+    """No file name in the share root (removed through the FUSE mount)."""
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+def lease_key():
+    """A new SMB2 lease key."""
+    return os.urandom(16)
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
@@ -275,6 +287,28 @@ def slow_reads(stack):
 def slow_writes(stack):
     """Every WRITE held BRICK_FOP_DELAY s on the bricks (delay-gen)."""
     yield from delayed_fops(stack, 'write', BRICK_FOP_DELAY)
+
+
+# Every WRITE on the bricks waits this long under slow_bricks (delay-gen
+# reads its settings when the brick starts, so they are fixed per module).
+BRICK_DELAY_MS = 1500
+
+
+@pytest.fixture(scope='module')
+def slow_bricks(stack):
+    """Every WRITE held BRICK_DELAY_MS on the bricks (delay-gen), the
+    bricks restarted under the connected clients: yields the volume."""
+    yield from delayed_brick_fops(stack, 'WRITE', BRICK_DELAY_MS)
+
+
+READ_DELAY = 1.0        # seconds every READ is held under slow_reads_1s
+
+
+@pytest.fixture(scope='module')
+def slow_reads_1s(stack):
+    """Every READ held READ_DELAY s on the bricks (delay-gen), for a whole
+    module."""
+    yield from delayed_fops(stack, 'READ', READ_DELAY)
 
 
 @pytest.fixture(scope='module')

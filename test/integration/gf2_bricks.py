@@ -62,21 +62,23 @@ def gluster_reset(vol, key):
 
 
 def restart_volume(vol, mount):
-    """volume stop and start, then wait until the FUSE mount writes to
-    both bricks again."""
+    """volume stop and start (the bricks take a new translator only when
+    they start again), then wait until the FUSE mount writes to every
+    brick again: it and the gfapi clients reconnect by themselves."""
     subprocess.run(['gluster', '--mode=script', 'volume', 'stop', vol],
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run(['gluster', '--mode=script', 'volume', 'start', vol],
                    check=True, stdout=subprocess.DEVNULL)
-    # the FUSE client reconnects to both bricks on its own, in seconds
-    probe = os.path.join(mount, '.restart-probe')
-    deadline = time.monotonic() + 60
+    # names spread over the bricks by their hashes
+    probes = [os.path.join(mount, '.restart-probe-%d-%d' % (os.getpid(), i))
+              for i in range(16)]
+    deadline = time.monotonic() + 90
     while True:
         try:
-            for i in range(8):
-                with open('%s.%d' % (probe, i), 'wb') as f:
+            for probe in probes:
+                with open(probe, 'wb') as f:
                     f.write(b'x')
-                os.unlink('%s.%d' % (probe, i))
+                os.unlink(probe)
             return
         except OSError:
             if time.monotonic() > deadline:
@@ -141,3 +143,55 @@ def one_brick_volume(stack, suffix):
         subprocess.run(g + ['volume', 'delete', vol],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+
+
+def restart_bricks(stack):
+    """Kill the volume's bricks and start them again (volume start
+    force), waiting until every one is online and its old process gone."""
+    vol = stack['GLUSTER_VOLUME']
+    nb = len(stack['BRICK_DIRS'].split())
+    old = brick_pids(stack)
+    for pid in old.values():
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    for pid in old.values():
+        deadline = time.monotonic() + 30
+        while os.path.exists('/proc/%d' % pid) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+    deadline = time.monotonic() + 90
+    while True:
+        gluster('volume', 'start', vol, 'force', check=False)
+        now = brick_pids(stack)
+        if len(now) == nb and not set(now.values()) & set(old.values()):
+            break
+        assert time.monotonic() < deadline, 'bricks not back: %r' % now
+        time.sleep(2)
+    time.sleep(3)                   # the clients reconnect
+
+
+def delayed_brick_fops(stack, fops, delay_ms, also=()):
+    """A generator for a fixture: delay-gen in the bricks' graphs, holding
+    the fops (e.g. 'WRITE') delay_ms each: a translator added to a brick
+    graph, and delay-gen's settings, take effect when the brick
+    (re)starts, so the bricks are killed and started again (the clients
+    stay connected); then the (key, value) pairs of also are set.  Yields
+    the volume's name; everything is reset afterwards and the bricks
+    started again."""
+    vol = stack['GLUSTER_VOLUME']
+    gluster('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
+    gluster('volume', 'set', vol, 'delay-gen.delay-duration',
+            str(delay_ms * 1000))
+    gluster('volume', 'set', vol, 'delay-gen.enable', fops)
+    gluster('volume', 'set', vol, 'debug.delay-gen', 'posix')
+    restart_bricks(stack)
+    for k, v in also:
+        gluster('volume', 'set', vol, k, v)
+    yield vol
+    for opt in [k for k, _ in also] + [
+            'debug.delay-gen', 'delay-gen.enable',
+            'delay-gen.delay-percentage', 'delay-gen.delay-duration']:
+        gluster('volume', 'reset', vol, opt, check=False)
+    restart_bricks(stack)

@@ -25,11 +25,10 @@ import time
 import pytest
 
 from conftest import Smb, TOP, sha256
-from gf2_smb2 import (FILE_ALLOCATION_INFORMATION,
+from gf2_smb2 import (Client, FILE_ALLOCATION_INFORMATION,
                       FILE_END_OF_FILE_INFORMATION, close_packet, collect,
                       open_file, read_data, read_on, s3, set_info_packet,
                       smb2q, write_on, zero_data_packet)
-from test_bad_requests import Client
 
 MiB = 1 << 20
 MAX_AGE = 0.250          # glusterfs2:prefetch max age default, seconds

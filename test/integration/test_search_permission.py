@@ -40,11 +40,11 @@ import uuid
 
 import pytest
 
-from gf2_bricks import gluster_reset, gluster_set
+from gf2_bricks import UPCALL_OPTIONS, gluster, gluster_reset, gluster_set
 from gf2_private_smbd import PrivateSmbd
 from gf2_smb2 import (STATUS_ACCESS_DENIED, ea_sizes, end_of_file, eof_as,
                       second_login, smb2q)
-from test_metadata_coherence import UPCALL_OPTIONS, gluster, Session
+from gf2_smbclient import Session
 
 ANNOUNCE_S = 0.3        # Gluster sends its announcements at once
 
