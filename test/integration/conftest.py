@@ -13,6 +13,9 @@ import uuid
 import pytest
 import smbc
 
+from gf2_bricks import delayed_brick_fops, delayed_fops, one_brick_volume
+from gf2_private_smbd import PrivateSmbd, gf2_share
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -253,5 +256,85 @@ def tmpname():
     return 'pytest-%s' % uuid.uuid4().hex[:12]
 
 
+def fresh(stack, name):
+    """No file name in the share root (removed through the FUSE mount)."""
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+def lease_key():
+    """A new SMB2 lease key."""
+    return os.urandom(16)
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
+
+
+# -- the bricks slowed down, a second volume -------------------------------
+
+BRICK_FOP_DELAY = 1.5   # seconds every delayed brick read or write is held
+
+
+@pytest.fixture(scope='class')
+def slow_reads(stack):
+    """Every READ held BRICK_FOP_DELAY s on the bricks (delay-gen)."""
+    yield from delayed_fops(stack, 'read', BRICK_FOP_DELAY)
+
+
+@pytest.fixture(scope='class')
+def slow_writes(stack):
+    """Every WRITE held BRICK_FOP_DELAY s on the bricks (delay-gen)."""
+    yield from delayed_fops(stack, 'write', BRICK_FOP_DELAY)
+
+
+# Every WRITE on the bricks waits this long under slow_bricks (delay-gen
+# reads its settings when the brick starts, so they are fixed per module).
+BRICK_DELAY_MS = 1500
+
+
+@pytest.fixture(scope='module')
+def slow_bricks(stack):
+    """Every WRITE held BRICK_DELAY_MS on the bricks (delay-gen), the
+    bricks restarted under the connected clients: yields the volume."""
+    yield from delayed_brick_fops(stack, 'WRITE', BRICK_DELAY_MS)
+
+
+READ_DELAY = 1.0        # seconds every READ is held under slow_reads_1s
+
+
+@pytest.fixture(scope='module')
+def slow_reads_1s(stack):
+    """Every READ held READ_DELAY s on the bricks (delay-gen), for a whole
+    module."""
+    yield from delayed_fops(stack, 'READ', READ_DELAY)
+
+
+@pytest.fixture(scope='module')
+def second_volume(stack):
+    """A one-brick volume of this stack's own (GLUSTER_VOLUME + 'x'),
+    FUSE-mounted: (name, mount); removed afterwards."""
+    yield from one_brick_volume(stack, 'x')
+
+
+@pytest.fixture(scope='module')
+def two_volume_smbd(stack, second_volume):
+    """A private smbd serving [v1] on the stack's volume and [v2] on the
+    second one; [v1long] on the stack's volume keeps prefetched data 60 s,
+    [v1np] reads it without prefetch."""
+    vol2, _mount2 = second_volume
+    # the port: the stack's plus its offset (gf2_private_smbd.PORT_SLOTS)
+    srv = PrivateSmbd('two-volumes', stack)
+    srv.write_conf([], [
+        ('v1', gf2_share(stack, stack['GLUSTER_VOLUME'])),
+        ('v2', gf2_share(stack, vol2)),
+        ('v1long', gf2_share(stack, stack['GLUSTER_VOLUME'],
+                             [('glusterfs2:prefetch max age', '60000')])),
+        ('v1np', gf2_share(stack, stack['GLUSTER_VOLUME'],
+                           [('glusterfs2:prefetch', 'no')]))])
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()

@@ -1,4 +1,5 @@
-"""The brick processes of the test stack's volume, and the gluster CLI.
+"""The brick processes of the test stack's volume, the gluster CLI, and
+the volume options and volumes some tests set up for themselves.
 
 brick_pids(stack) asks the stack's glusterd (`gluster volume status
 --xml`), so it names only this stack's bricks: a test platform's stack on
@@ -7,8 +8,19 @@ the same name, whose brick processes a match on the command line would
 take for these.
 """
 
+import os
+import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
+
+# The volume options of Gluster's `samba` group that make Gluster announce
+# changes (upcalls) and md-cache trust its entries for 600 s; with them
+# glusterfs2 keeps metadata up to 60 s and relies on the announcements.
+UPCALL_OPTIONS = [('features.cache-invalidation', 'on'),
+                  ('features.cache-invalidation-timeout', '600'),
+                  ('performance.cache-invalidation', 'on'),
+                  ('performance.md-cache-timeout', '600')]
 
 
 def gluster(*args, check=True):
@@ -37,3 +49,149 @@ def brick_pids(stack):
                 node.findtext('status') == '1':
             pids[path] = pid
     return pids
+
+
+def gluster_set(vol, key, value):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'set', vol, key,
+                    value], check=True, stdout=subprocess.DEVNULL)
+
+
+def gluster_reset(vol, key):
+    subprocess.run(['gluster', '--mode=script', 'volume', 'reset', vol,
+                    key], check=True, stdout=subprocess.DEVNULL)
+
+
+def restart_volume(vol, mount):
+    """volume stop and start (the bricks take a new translator only when
+    they start again), then wait until the FUSE mount writes to every
+    brick again: it and the gfapi clients reconnect by themselves."""
+    subprocess.run(['gluster', '--mode=script', 'volume', 'stop', vol],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(['gluster', '--mode=script', 'volume', 'start', vol],
+                   check=True, stdout=subprocess.DEVNULL)
+    # names spread over the bricks by their hashes
+    probes = [os.path.join(mount, '.restart-probe-%d-%d' % (os.getpid(), i))
+              for i in range(16)]
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            for probe in probes:
+                with open(probe, 'wb') as f:
+                    f.write(b'x')
+                os.unlink(probe)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def delayed_fops(stack, fops, delay):
+    """A generator for a fixture: delay-gen holds the fops (e.g. 'read')
+    delay seconds on the bricks, inserted above the posix translator
+    (debug.delay-gen names where).  delay-gen reads its options only when
+    the brick starts, so the volume is restarted with it and again
+    without it."""
+    vol = stack['GLUSTER_VOLUME']
+    keys = {'delay-gen.enable': fops,
+            'delay-gen.delay-percentage': '100',
+            'delay-gen.delay-duration': str(int(delay * 1e6)),
+            'debug.delay-gen': 'posix'}
+    try:
+        for k, v in keys.items():
+            gluster_set(vol, k, v)
+        restart_volume(vol, stack['FUSE_MOUNT'])
+        yield
+    finally:
+        for k in reversed(list(keys)):
+            gluster_reset(vol, k)
+        restart_volume(vol, stack['FUSE_MOUNT'])
+
+
+def one_brick_volume(stack, suffix):
+    """A generator for a fixture: a one-brick volume of this stack's own
+    (GLUSTER_VOLUME + suffix), FUSE-mounted, yielded as (name, mount);
+    removed afterwards."""
+    vol = stack['GLUSTER_VOLUME'] + suffix
+    brick = os.path.join(stack['STACK_DIR'], 'bricks', vol, 'b1')
+    mount = os.path.join(stack['STACK_DIR'], 'fuse-' + vol)
+    g = ['gluster', '--mode=script']
+    subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['volume', 'stop', vol, 'force'],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['volume', 'delete', vol],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+    os.makedirs(brick)
+    os.makedirs(mount, exist_ok=True)
+    try:
+        subprocess.run(g + ['volume', 'create', vol, '%s:%s' % (
+            stack['GLUSTER_HOST'], brick), 'force'], check=True,
+            stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'set', vol, 'server.allow-insecure',
+                            'on'], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'start', vol], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(['mount', '-t', 'glusterfs', '%s:/%s' % (
+            stack['GLUSTER_HOST'], vol), mount], check=True)
+        os.chmod(mount, 0o1777)
+        yield vol, mount
+    finally:
+        subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'stop', vol, 'force'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(g + ['volume', 'delete', vol],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+
+
+def restart_bricks(stack):
+    """Kill the volume's bricks and start them again (volume start
+    force), waiting until every one is online and its old process gone."""
+    vol = stack['GLUSTER_VOLUME']
+    nb = len(stack['BRICK_DIRS'].split())
+    old = brick_pids(stack)
+    for pid in old.values():
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    for pid in old.values():
+        deadline = time.monotonic() + 30
+        while os.path.exists('/proc/%d' % pid) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+    deadline = time.monotonic() + 90
+    while True:
+        gluster('volume', 'start', vol, 'force', check=False)
+        now = brick_pids(stack)
+        if len(now) == nb and not set(now.values()) & set(old.values()):
+            break
+        assert time.monotonic() < deadline, 'bricks not back: %r' % now
+        time.sleep(2)
+    time.sleep(3)                   # the clients reconnect
+
+
+def delayed_brick_fops(stack, fops, delay_ms, also=()):
+    """A generator for a fixture: delay-gen in the bricks' graphs, holding
+    the fops (e.g. 'WRITE') delay_ms each: a translator added to a brick
+    graph, and delay-gen's settings, take effect when the brick
+    (re)starts, so the bricks are killed and started again (the clients
+    stay connected); then the (key, value) pairs of also are set.  Yields
+    the volume's name; everything is reset afterwards and the bricks
+    started again."""
+    vol = stack['GLUSTER_VOLUME']
+    gluster('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
+    gluster('volume', 'set', vol, 'delay-gen.delay-duration',
+            str(delay_ms * 1000))
+    gluster('volume', 'set', vol, 'delay-gen.enable', fops)
+    gluster('volume', 'set', vol, 'debug.delay-gen', 'posix')
+    restart_bricks(stack)
+    for k, v in also:
+        gluster('volume', 'set', vol, k, v)
+    yield vol
+    for opt in [k for k, _ in also] + [
+            'debug.delay-gen', 'delay-gen.enable',
+            'delay-gen.delay-percentage', 'delay-gen.delay-duration']:
+        gluster('volume', 'reset', vol, opt, check=False)
+    restart_bricks(stack)

@@ -48,8 +48,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 # range (32768) for stack ports up to about 12000.
 PORT_STEP = 1000
 PORT_SLOTS = {
-    'hardening-cache': 1,       # test_hardening_cache.py
-    'hardening-cache-log': 2,   # test_hardening_cache.py
+    'two-volumes': 1,           # test_metadata_cache.py, test_prefetch.py
+    'xattr-batch-log': 2,       # test_metadata_cache.py
     'asan': 3,                  # test/asan/run (test_asan.py)
     'examples': 4,              # test_examples.py
     'pkg': 5,                   # test_package.py
@@ -116,6 +116,15 @@ PLUMBING_KEYS = set(DIR_KEYS) | {
     'workgroup', 'netbios name', 'load printers', 'printing',
     'printcap name', 'disable spoolss', 'usershare max shares',
     'clustering', 'include'}
+
+
+def gf2_share(env, vol, extra=()):
+    """The items of a glusterfs2 share of volume vol on the stack's
+    Gluster host, for PrivateSmbd.write_conf; extra ones appended."""
+    return [('vfs objects', 'glusterfs2'), ('path', '/'),
+            ('glusterfs2:volume', vol),
+            ('glusterfs2:volfile_server', env['GLUSTER_HOST']),
+            ('kernel share modes', 'no'), ('read only', 'no')] + list(extra)
 
 
 def parse_smb_conf(path):

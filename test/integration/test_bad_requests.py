@@ -30,23 +30,15 @@ import os
 import re
 import shutil
 import struct
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
 from conftest import TOP
-
-sys.path.insert(0, os.path.join(TOP, 'test', 'tools'))
-import smb2q  # noqa: E402
-
-from impacket import smb3, smb3structs as s3, nt_errors  # noqa: E402
+from gf2_smb2 import Client, s3, smb2q, smb3, status_name
 
 SHARES = ('glusterfs2', 'local')
-
-STATUS = {name: code for code, (name, _d) in nt_errors.ERROR_MESSAGES.items()}
 
 DATA_SIZE = 100000      # the file every data case works on
 SEED = 'bad-requests'
@@ -67,121 +59,6 @@ EXPECTED_DIFFERENCES = {
                             ((17, 'STATUS_OBJECT_PATH_NOT_FOUND'),),
                             'gfapi paths are limited to PATH_MAX'),
 }
-
-
-def status_name(code):
-    return smb2q.status_name(code)
-
-
-class Client:
-    """One session and tree connect to `share`, raw requests on top."""
-
-    def __init__(self, stack, share):
-        self.share = share
-        self.conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                               stack['SMB_USER'], stack['SMB_PASS'], share,
-                               timeout=60.0)
-        self.pid = self.conn.server_pid
-        # impacket caps what it records at 1 MiB; smbd enforces its own
-        # (smb2 max read/write, at most 0xFFFF00 with SMB 3.0).
-        self.max_read = server_max(stack, 'smb2 max read')
-        self.max_write = server_max(stack, 'smb2 max write')
-
-    def request(self, packet, charge=1):
-        """Send one request; (status, response bytes)."""
-        c = self.conn
-        c.ensure_credits(charge + 1)
-        mid = c.send(packet, charge)
-        c.pending[mid] = {'what': 'request'}
-        while True:
-            for rmid, status, frame, start, end in c.recv_responses():
-                if rmid == mid:
-                    c.pending.pop(mid, None)
-                    return status, bytes(frame[start:end])
-                raise AssertionError('response to unexpected message id %d'
-                                     % rmid)
-
-    def read(self, fid, off, n, charge=None):
-        """(status, data)."""
-        if charge is None:
-            charge = self.conn.charge(n)
-        status, rsp = self.request(self.conn.read_packet(fid, off, n),
-                                   charge)
-        if status != 0:
-            return status, b''
-        doff, _r, dlen = struct.unpack_from('<BBI', rsp, 64 + 2)
-        return status, rsp[doff:doff + dlen]
-
-    def write(self, fid, off, data, charge=None):
-        """(status, count)."""
-        if charge is None:
-            charge = self.conn.charge(len(data))
-        status, rsp = self.request(self.conn.write_packet(fid, off, data),
-                                   charge)
-        if status != 0:
-            return status, 0
-        (count,) = struct.unpack_from('<I', rsp, 64 + 4)
-        return status, count
-
-    def echo(self):
-        p = self.conn.c.SMB_PACKET()
-        p['Command'] = s3.SMB2_ECHO
-        p['Data'] = s3.SMB2Echo()
-        status, _ = self.request(p)
-        return status
-
-    def create(self, path, directory=False, disposition=s3.FILE_OPEN_IF,
-               access=None):
-        """(status, file id or None)."""
-        self.conn.quiet()
-        if access is None:
-            access = (s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
-                      s3.FILE_APPEND_DATA | s3.FILE_READ_ATTRIBUTES |
-                      s3.FILE_WRITE_ATTRIBUTES | s3.SYNCHRONIZE |
-                      s3.DELETE)
-            if directory:
-                access = (s3.FILE_LIST_DIRECTORY | s3.FILE_READ_ATTRIBUTES |
-                          s3.SYNCHRONIZE | s3.DELETE)
-        opts = s3.FILE_DIRECTORY_FILE if directory else \
-            s3.FILE_NON_DIRECTORY_FILE
-        try:
-            fid = self.conn.c.create(
-                self.conn.tid, path.replace('/', '\\'), access,
-                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
-                s3.FILE_SHARE_DELETE, opts, disposition,
-                s3.FILE_ATTRIBUTE_DIRECTORY if directory else
-                s3.FILE_ATTRIBUTE_NORMAL)
-        except smb3.SessionError as e:
-            return e.get_error_code(), None
-        return 0, fid
-
-    def close(self, fid):
-        self.conn.quiet()
-        try:
-            self.conn.c.close(self.conn.tid, fid)
-        except smb3.SessionError as e:
-            return e.get_error_code()
-        return 0
-
-    def alive(self):
-        """The serving smbd child still exists and answers an ECHO."""
-        if self.pid is not None:
-            assert os.path.exists('/proc/%d' % self.pid), \
-                'smbd child %d serving [%s] is gone' % (self.pid, self.share)
-        status = self.echo()
-        assert status == 0, 'ECHO on [%s] answered %s' % (
-            self.share, status_name(status))
-
-    def drop(self):
-        self.conn.drop()
-
-
-def server_max(stack, param):
-    out = subprocess.run(['testparm', '-s', '--parameter-name=' + param,
-                          stack['SMB_CONF']], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, universal_newlines=True,
-                         check=True).stdout
-    return min(int(out.strip()), 0xFFFF00)
 
 
 def share_dir(stack, share):

@@ -15,7 +15,7 @@ flight, which the write cache acknowledges once queued and gathers into
 requests, READ_DEPTH in flight and at most READ_RATE, which prefetch reads
 ahead of (with `prefetch max age` MAX_AGE_MS its windows may reach about
 a second of that rate), pass after pass until the writers are done.  The
-bricks delay every WRITE by test_write_cache's BRICK_DELAY_MS
+bricks delay every WRITE by conftest.py's BRICK_DELAY_MS
 (delay-gen), so queued bytes pile up: the writers alone ask for more
 than the budget (each handle keeps up to 4 gathers in flight and one
 gathering), and so do the readers' windows.
@@ -64,8 +64,6 @@ try:
     import smb2q
 except ImportError:                                     # pragma: no cover
     smb2q = None
-
-from test_write_cache import slow_bricks  # noqa: E402,F401  (a fixture)
 
 KiB = 1024
 MiB = 1024 * KiB

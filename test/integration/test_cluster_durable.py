@@ -38,7 +38,7 @@ from impacket import smb3structs as s3
 
 import gf2_cluster
 from gf2_cluster import Head
-from test_cluster_failover import fail_node, holder, restore
+from gf2_failover import fail_node, holder, restore
 
 MIB = 1 << 20
 HALF = 4 * MIB

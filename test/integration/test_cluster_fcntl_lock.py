@@ -16,7 +16,7 @@ it up.
 import pytest
 
 import gf2_cluster
-import test_cluster_failover as fo
+import gf2_failover
 
 
 @pytest.fixture(scope='module')
@@ -34,8 +34,8 @@ def cl():
 
 @pytest.mark.parametrize('how', ['lockholder', 'cutoff'])
 def test_failover_with_fcntl_lock(cl, how):
-    fo.test_failover(cl, how)
+    gf2_failover.failover(cl, how)
 
 
 def test_brick_killed_with_fcntl_lock(cl):
-    fo.test_brick_killed(cl)
+    gf2_failover.brick_killed(cl)

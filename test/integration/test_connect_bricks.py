@@ -18,7 +18,7 @@ import subprocess
 import time
 
 from gf2_bricks import brick_pids
-from test_volume_warning import logs, new_text
+from gf2_logs import logs, new_text
 
 RETRY = 'not connected after init; connecting once more'
 WARN = 'serving without brick'

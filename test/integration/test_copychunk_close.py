@@ -29,7 +29,6 @@ the copy's reads find no prefetched data in flight and go to Gluster
 directly.  The wait that the close now makes covers such a read too.)
 """
 
-import hashlib
 import os
 import struct
 import time
@@ -38,9 +37,7 @@ import uuid
 import pytest
 
 from gf2_private_smbd import PrivateSmbd
-from test_bad_requests import Client, STATUS, s3
-from test_identity_async import delayed  # noqa: F401  (a fixture)
-import smb2q  # noqa: E402  (on the path through test_bad_requests)
+from gf2_smb2 import Client, STATUS, s3, smb2q
 
 CHUNK = 64 * 1024
 CLOSE_AFTER_S = 1.5     # inside the second chunk's read
@@ -52,7 +49,7 @@ IOCTL_REQ = struct.Struct('<HHI16sIIIIIIII')    # 56 bytes
 
 
 @pytest.fixture(scope='module')
-def srv(stack, delayed):  # noqa: F811
+def srv(stack, slow_reads_1s):
     s = PrivateSmbd('copychunkclose', stack)
     s.write_conf([], [
         ('cc', [('vfs objects', 'glusterfs2'), ('path', '/'),

@@ -30,8 +30,7 @@ import uuid
 import pytest
 
 from gf2_private_smbd import PrivateSmbd
-from test_bad_requests import Client, s3
-import smb2q  # noqa: E402  (on the path through test_bad_requests)
+from gf2_smb2 import Client, s3, smb2q
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHUNK = 64 * 1024

@@ -43,13 +43,12 @@ import uuid
 
 import pytest
 
+from conftest import READ_DELAY
 from gf2_private_smbd import PrivateSmbd
-from test_bad_requests import Client, STATUS, s3
-import smb2q  # noqa: E402  (on the path through test_bad_requests)
+from gf2_smb2 import Client, s3, smb2q
 
 SIZE = 200000
 OFF = 196608
-DELAY_US = 1000000
 
 
 def gluster(*args):
@@ -59,50 +58,8 @@ def gluster(*args):
                           universal_newlines=True)
 
 
-def restart_volume(vol, fuse):
-    """The bricks take a new translator only when they start again; the
-    FUSE mount and gfapi clients reconnect by themselves."""
-    gluster('stop', vol)
-    p = gluster('start', vol)
-    assert p.returncode == 0, p.stdout
-    # every brick back, and the FUSE client connected to each: names
-    # spread over the bricks by their hashes
-    probes = [os.path.join(fuse, '.ident-probe-%d-%d' % (os.getpid(), i))
-              for i in range(16)]
-    deadline = time.time() + 90
-    while True:
-        try:
-            for probe in probes:
-                with open(probe, 'wb') as f:
-                    f.write(b'x')
-                os.unlink(probe)
-            return
-        except OSError:
-            assert time.time() < deadline, 'volume %s not back' % vol
-            time.sleep(1)
-
-
 @pytest.fixture(scope='module')
-def delayed(stack):
-    vol = stack['GLUSTER_VOLUME']
-    fuse = stack['FUSE_MOUNT']
-    for k, v in (('debug.delay-gen', 'posix'), ('delay-gen.enable', 'READ'),
-                 ('delay-gen.delay-percentage', '100'),
-                 ('delay-gen.delay-duration', str(DELAY_US))):
-        p = gluster('set', vol, k, v)
-        assert p.returncode == 0, p.stdout
-    restart_volume(vol, fuse)
-    try:
-        yield
-    finally:
-        for k in ('delay-gen.delay-duration', 'delay-gen.delay-percentage',
-                  'delay-gen.enable', 'debug.delay-gen'):
-            gluster('reset', vol, k)
-        restart_volume(vol, fuse)
-
-
-@pytest.fixture(scope='module')
-def srv(stack, delayed):
+def srv(stack, slow_reads_1s):
     s = PrivateSmbd('identasync', stack)
     g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
           ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
@@ -148,7 +105,7 @@ def read_tail(cl, fid, other_tid):
     c.pending[rmid] = {'what': 'read'}
     want = {rmid}
     if other_tid is not None:
-        time.sleep(DELAY_US / 1e6 / 3)
+        time.sleep(READ_DELAY / 3)
         fmid = c.send(smb2q.RawPacket(
             s3.SMB2_FLUSH, other_tid,
             struct.pack('<HHI16s', 24, 0, 0, b'\xff' * 16)), 1)

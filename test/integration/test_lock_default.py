@@ -18,13 +18,12 @@ are told apart by this test); released, the write passes again.
 
 import os
 import time
-import uuid
 
 import pytest
 
+from gf2_locks import Holder, data_of, open_rw, share_files
 from gf2_private_smbd import PrivateSmbd
-from test_bad_requests import STATUS
-from test_posix_locks import Holder, data_of, open_rw
+from gf2_smb2 import STATUS
 
 SIZE = 64 * 1024
 CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
@@ -62,22 +61,7 @@ def srv(stack):
 
 @pytest.fixture
 def files(srv):
-    tag = uuid.uuid4().hex[:10]
-    out = {}
-    for share in SHARES:
-        name = 'lockdef-%s-%s.dat' % (tag, share)
-        d = srv['LOCAL_DIR'] if share == 'locallk' else srv['FUSE_MOUNT']
-        path = os.path.join(d, name)
-        with open(path, 'wb') as f:
-            f.write(data_of(SIZE))
-        os.chmod(path, 0o666)
-        out[share] = (path, name)
-    yield out
-    for path, _name in out.values():
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    yield from share_files(srv, SHARES, 'lockdef', data_of(SIZE), 'locallk')
 
 
 def test_foreign_lock_seen_at_once(srv, files):

@@ -22,54 +22,19 @@ checks both sides of the bound on glusterfs2 and that local behaves the
 same once the bound has passed.
 """
 
-import fcntl
 import os
-import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
+from gf2_locks import Holder, data_of, open_rw, share_files
 from gf2_private_smbd import PrivateSmbd
-from test_bad_requests import Client, STATUS, s3
+from gf2_smb2 import STATUS
 
 SHARES = ('g2lk', 'g2lk0', 'locallk')
 SIZE = 64 * 1024
 LOCK_CACHE_S = 0.25      # glusterfs2:posix lock cache of g2lk, seconds
 CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
-
-HOLDER = r'''
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, int(sys.argv[3]),
-            int(sys.argv[2]), os.SEEK_SET)
-print('locked', flush=True)
-sys.stdin.readline()
-'''
-
-
-class Holder:
-    """A process (not smbd) holding an exclusive fcntl lock on
-    [start, start + length) of path until release()."""
-
-    def __init__(self, path, start, length):
-        self.p = subprocess.Popen(
-            [sys.executable, '-c', HOLDER, path, str(start), str(length)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            universal_newlines=True)
-        line = self.p.stdout.readline().strip()
-        assert line == 'locked', 'lock holder failed: %r' % line
-
-    def release(self):
-        if self.p.poll() is None:
-            self.p.stdin.write('\n')
-            self.p.stdin.flush()
-            self.p.wait(timeout=30)
-
-
-def data_of(n):
-    return bytes((i * 7 + 3) % 251 for i in range(n))
 
 
 @pytest.fixture(scope='module')
@@ -98,39 +63,12 @@ def srv(stack):
         s.stop()
 
 
-def share_dir(stack, share):
-    return stack['LOCAL_DIR'] if share == 'locallk' else stack['FUSE_MOUNT']
-
-
 @pytest.fixture
 def files(srv):
     """A SIZE-byte file of known data on each share, written through the
     file system (FUSE for glusterfs2), readable and writable by the SMB
     user; {share: (path on disk, name in the share)}."""
-    tag = uuid.uuid4().hex[:10]
-    out = {}
-    for share in SHARES:
-        name = 'locks-%s-%s.dat' % (tag, share)
-        path = os.path.join(share_dir(srv, share), name)
-        with open(path, 'wb') as f:
-            f.write(data_of(SIZE))
-        os.chmod(path, 0o666)
-        out[share] = (path, name)
-    yield out
-    for path, _name in out.values():
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-def open_rw(srv, share, name):
-    cl = Client(srv, share)
-    status, fid = cl.create(name, disposition=s3.FILE_OPEN,
-                            access=s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
-                            s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
-    assert status == 0, 'open %s on [%s]: %s' % (name, share, status)
-    return cl, fid
+    yield from share_files(srv, SHARES, 'locks', data_of(SIZE), 'locallk')
 
 
 def outcome(cl, fid, model):

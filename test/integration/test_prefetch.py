@@ -8,18 +8,27 @@ glusterfs2-age share: max age 2 s, long enough to see inside the bound
 that a range was prefetched (the old data is served, and the counters
 of tools/glusterfs2-stats show bytes served from prefetch memory).
 glusterfs2-longage share: max age 60 s, for the upcall test.
+
+Reads left waiting for a prefetch chunk that a change dropped in flight
+are answered (raw SMB2 requests, the bricks' reads slowed down); a share
+without prefetch in the same smbd process as one with it drops the
+process's prefetched data when it writes (a private smbd serving both).
 """
 
-import hashlib
 import json
 import os
+import shutil
+import struct
 import subprocess
 import time
 
 import pytest
 
 from conftest import Smb, TOP, sha256
-from test_bad_requests import Client, s3
+from gf2_smb2 import (Client, FILE_ALLOCATION_INFORMATION,
+                      FILE_END_OF_FILE_INFORMATION, close_packet, collect,
+                      open_file, read_data, read_on, s3, set_info_packet,
+                      smb2q, write_on, zero_data_packet)
 
 MiB = 1 << 20
 MAX_AGE = 0.250          # glusterfs2:prefetch max age default, seconds
@@ -326,3 +335,184 @@ def test_fuse_writer_seen_through_upcall(stack, tmpname):
         assert got == NEW
     finally:
         _set_cache_invalidation(stack, 'off')
+
+
+# -- reads that wait for prefetched data ------------------------------------
+#
+# A client sends sequential reads without waiting for the answers
+# (test/tools/smb2q's SMB2 connection), so that the third read waits for a
+# prefetch chunk still in flight, then changes the file through a second
+# handle on the same connection (the same smbd process, the same prefetch
+# state).  Gluster's debug/delay-gen translator holds every read on the
+# bricks for BRICK_FOP_DELAY seconds (conftest.py's slow_reads), so the
+# chunk is still in flight when the change arrives.  The waiting read must
+# be answered, with the file's data, and both handles must close.
+
+KiB = 1 << 10
+SIZE = 4 * MiB
+REQ = 64 * KiB
+ANSWER_BOUND = 20.0      # seconds: far more than two delayed reads
+
+
+def settled_counters(stack, share, before, key, want, bound=30):
+    """The share's counters once key grew by at least want (the smbd
+    that served the connection merges them when it ends), or as they are
+    after bound seconds."""
+    deadline = time.monotonic() + bound
+    while True:
+        now = counters(stack, share)
+        if (now.get(key, 0) - before.get(key, 0) >= want or
+                time.monotonic() > deadline):
+            return now
+        time.sleep(0.5)
+
+
+def write_pattern(stack, name, pattern):
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with open(path, 'wb') as f:
+                f.write(pattern.generate(0, SIZE))
+            break
+        except OSError:
+            # the FUSE client may still be reconnecting after a restart
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    shutil.chown(path, stack['SMB_USER'])
+
+
+def _change(kind, conn, fid, pattern):
+    """A packet that changes the file through fid without changing the
+    bytes of [0, 2 MiB) the reads ask for, or None after a same-bytes
+    write."""
+    if kind == 'truncate':
+        return set_info_packet(conn, fid, FILE_END_OF_FILE_INFORMATION,
+                               struct.pack('<Q', SIZE + MiB))
+    if kind == 'allocation':
+        # smaller than the file: smbd truncates to it
+        return set_info_packet(conn, fid, FILE_ALLOCATION_INFORMATION,
+                               struct.pack('<Q', 2 * MiB))
+    if kind == 'zero-data':
+        return zero_data_packet(conn, fid, 3 * MiB, SIZE)
+    if kind == 'strict-read':
+        # strict mode, a handle without an oplock: prefetched data of the
+        # file may not be served, so it is all dropped
+        return conn.read_packet(fid, 3 * MiB, REQ)
+    if kind == 'write':
+        # the same bytes over everything the reads can have prefetched
+        # (the first window: 1.25 MiB)
+        return conn.write_packet(fid, 0, pattern.get(0, 2 * MiB))
+    raise ValueError(kind)
+
+
+class TestPrefetchWaiters:
+    """Brick reads held BRICK_FOP_DELAY s (conftest.py's slow_reads)."""
+
+    @pytest.mark.parametrize('kind', ['truncate', 'allocation', 'zero-data',
+                                      'write', 'strict-read'])
+    def test_prefetch_waiter_answered_after_change(self, stack, tmpname,
+                                                   slow_reads, kind):
+        """Three sequential reads sent at once: the second confirms the
+        stream and sends the first prefetch window, the third waits for it.
+        A change through another handle drops that window while it is in
+        flight: the third read must still be answered with the file's data
+        (a read answered from Gluster, after the change or racing it), and
+        close must not wait forever.  Before the fix the third read was
+        never answered: the dropped chunks were orphaned and their
+        completions woke no waiter."""
+        pattern = smb2q.Pattern(tmpname)
+        write_pattern(stack, tmpname, pattern)
+        share = 'glusterfs2-strict' if kind == 'strict-read' else 'glusterfs2'
+        before = counters(stack, share)
+        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
+                          stack['SMB_USER'], stack['SMB_PASS'], share,
+                          timeout=ANSWER_BOUND)
+        try:
+            if kind == 'strict-read':
+                # the reader holds a level II oplock (strict mode prefetches
+                # only then: the counters below show it did), the other
+                # handle none
+                fb = conn.open(tmpname, False, False)
+                conn.quiet()
+                fa = conn.c.create(conn.tid, tmpname, s3.FILE_READ_DATA |
+                                   s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                                   s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                                   s3.FILE_SHARE_DELETE,
+                                   s3.FILE_NON_DIRECTORY_FILE, s3.FILE_OPEN,
+                                   s3.FILE_ATTRIBUTE_NORMAL,
+                                   oplockLevel=s3.SMB2_OPLOCK_LEVEL_II)
+            else:
+                fa = conn.open(tmpname, False, False)
+                fb = conn.open(tmpname, True, False)
+            conn.ensure_credits(64)
+            reads = {}
+            for i in range(3):
+                mid = conn.send(conn.read_packet(fa, i * REQ, REQ), 1)
+                conn.pending[mid] = {}
+                reads[mid] = i * REQ
+            time.sleep(0.2)     # the third read is waiting now
+            pkt = _change(kind, conn, fb, pattern)
+            mid = conn.send(pkt, conn.charge(len(pkt.body)))
+            conn.pending[mid] = {}
+            got = collect(conn, list(reads) + [mid], ANSWER_BOUND)
+            status = got[mid][0]
+            assert status == smb2q.STATUS_SUCCESS, (kind,
+                                                    smb2q.status_str(status))
+            if kind == 'strict-read':
+                assert read_data(got[mid]) == pattern.get(3 * MiB, REQ)
+            for m, off in reads.items():
+                data = read_data(got[m])
+                assert data == pattern.get(off, REQ), (
+                    'READ at %d: wrong data' % off)
+            mids = [conn.send(close_packet(conn, f), 1) for f in (fa, fb)]
+            got = collect(conn, mids, ANSWER_BOUND)
+            assert all(r[0] == smb2q.STATUS_SUCCESS for r in got.values())
+        finally:
+            conn.drop()
+            os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))
+        # the test is void unless a window was in flight and was dropped
+        after = settled_counters(stack, share, before, 'prefetch_unused',
+                                 REQ)
+        for key in ('prefetch_bytes', 'prefetch_unused'):
+            assert after[key] - before.get(key, 0) >= REQ, key
+
+
+# -- a share without prefetch beside one with it, one smbd process ---------
+
+def test_write_without_prefetch_drops_prefetched_data(stack, tmpname,
+                                                      two_volume_smbd):
+    """One connection, one smbd process: a reader streams a file through
+    [v1long] (prefetch kept 60 s), a writer changes a range ahead of it
+    through [v1np] (prefetch off) on the same volume, then the reader
+    reads that range: it must see the write.  Before the fix a share
+    without prefetch never looked at the process's prefetched data, so
+    the reader got the bytes prefetched before the write."""
+    pattern = smb2q.Pattern(tmpname)
+    write_pattern(stack, tmpname, pattern)
+    srv = two_volume_smbd
+    conn = smb2q.Conn('127.0.0.1', srv.port, stack['SMB_USER'],
+                      stack['SMB_PASS'], 'v1long', timeout=60)
+    new = b'N' * REQ
+    try:
+        tid_np = conn.c.connectTree('v1np')
+        fr = open_file(conn, conn.tid, tmpname, False)
+        fw = open_file(conn, tid_np, tmpname, True)
+        conn.ensure_credits(64)
+        for off in range(0, 512 * KiB, REQ):
+            assert read_on(conn, conn.tid, fr, off, REQ) == \
+                pattern.get(off, REQ)
+        # the first windows reach past 1 MiB: [768 KiB, 832 KiB) is
+        # prefetched by now
+        write_on(conn, tid_np, fw, 768 * KiB, new)
+        got = read_on(conn, conn.tid, fr, 768 * KiB, REQ)
+        assert got == new, 'the reader got the data prefetched before a ' \
+            'write through a share without prefetch'
+        # control, the same through the prefetching share itself
+        fw2 = open_file(conn, conn.tid, tmpname, True)
+        write_on(conn, conn.tid, fw2, 832 * KiB, new)
+        assert read_on(conn, conn.tid, fr, 832 * KiB, REQ) == new
+    finally:
+        conn.drop()
+        os.unlink(os.path.join(stack['FUSE_MOUNT'], tmpname))

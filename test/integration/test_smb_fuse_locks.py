@@ -31,13 +31,12 @@ import struct
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from conftest import TOP
-from test_bad_requests import Client, STATUS, s3
-import smb2q  # noqa: E402 (test/tools, on the path test_bad_requests sets)
+from gf2_locks import share_files
+from gf2_smb2 import Client, STATUS, s3, smb2q
 
 SHARES = ('glusterfs2', 'local')
 SIZE = 64 * 1024
@@ -112,29 +111,11 @@ def smb_lock(cl, fid, off, length, unlock=False):
     return status
 
 
-def share_dir(stack, share):
-    return stack['LOCAL_DIR'] if share == 'local' else stack['FUSE_MOUNT']
-
-
 @pytest.fixture
 def files(stack):
     """{share: (path on the file system, name in the share)}: a SIZE-byte
     file on each, writable by the SMB user."""
-    tag = uuid.uuid4().hex[:10]
-    out = {}
-    for share in SHARES:
-        name = 'smblocks-%s-%s.dat' % (tag, share)
-        path = os.path.join(share_dir(stack, share), name)
-        with open(path, 'wb') as f:
-            f.write(bytes(SIZE))
-        os.chmod(path, 0o666)
-        out[share] = (path, name)
-    yield out
-    for path, _name in out.values():
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    yield from share_files(stack, SHARES, 'smblocks', bytes(SIZE), 'local')
 
 
 def open_fid(cl, name):

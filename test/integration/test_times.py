@@ -31,8 +31,7 @@ import uuid
 
 import pytest
 
-from test_bad_requests import Client, s3
-import smb2q  # noqa: E402  (on the path through test_bad_requests)
+from gf2_smb2 import Client, s3, smb2q
 RawPacket = smb2q.RawPacket
 
 SHARES = ('glusterfs2', 'local')

@@ -8,12 +8,12 @@ group's options that the module looks at reset, once with them set
 with its own volume instance, which reads the volfile Gluster hands out
 at that moment."""
 
-import glob
-import os
 import subprocess
 import time
 
 import pytest
+
+from gf2_logs import logs, new_text
 
 # What of the "samba" group the module reads from the client volfile:
 # md-cache's cache-invalidation (with the server's announcements it
@@ -55,20 +55,6 @@ def volume_option(stack, name):
         if parts and parts[0] == name:
             return parts[1]
     raise AssertionError('%s not in: %s' % (name, p.stdout))
-
-
-def logs(stack):
-    return {f: os.path.getsize(f)
-            for f in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*'))}
-
-
-def new_text(stack, before):
-    out = []
-    for f in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*')):
-        with open(f, errors='replace') as fh:
-            fh.seek(before.get(f, 0))
-            out.append(fh.read())
-    return '\n'.join(out)
 
 
 def test_connect_warns_without_samba_group(stack, group):

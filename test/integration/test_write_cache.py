@@ -30,7 +30,8 @@ import time
 
 import pytest
 
-from gf2_bricks import brick_pids
+from conftest import fresh, lease_key
+from gf2_bricks import brick_pids, gluster, restart_bricks
 from gf2_private_smbd import PrivateSmbd, smbd_processes
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -52,63 +53,6 @@ WRITE_THROUGH = 0x00000001          # SMB2_WRITEFLAG_WRITE_THROUGH
 def need_impacket():
     if smb2q is None or smb2q.smb3 is None:
         pytest.skip('python3-impacket is not installed')
-
-
-def gl(*args, check=True):
-    return subprocess.run(['gluster', '--mode=script'] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, check=check, timeout=120)
-
-
-def restart_bricks(stack):
-    """Kill the volume's bricks and start them again (volume start
-    force), waiting until every one is online and its old process gone."""
-    vol = stack['GLUSTER_VOLUME']
-    nb = len(stack['BRICK_DIRS'].split())
-    old = brick_pids(stack)
-    for pid in old.values():
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-    for pid in old.values():
-        deadline = time.monotonic() + 30
-        while os.path.exists('/proc/%d' % pid) and \
-                time.monotonic() < deadline:
-            time.sleep(0.2)
-    deadline = time.monotonic() + 90
-    while True:
-        gl('volume', 'start', vol, 'force', check=False)
-        now = brick_pids(stack)
-        if len(now) == nb and not set(now.values()) & set(old.values()):
-            break
-        assert time.monotonic() < deadline, 'bricks not back: %r' % now
-        time.sleep(2)
-    time.sleep(3)                   # the clients reconnect
-
-
-# Every WRITE on the bricks waits this long while the tests run (delay-gen
-# reads its settings when the brick starts, so they are fixed per run).
-BRICK_DELAY_MS = 1500
-
-
-@pytest.fixture(scope='module')
-def slow_bricks(stack):
-    """delay-gen in the bricks' graphs, delaying every WRITE by
-    BRICK_DELAY_MS: a translator added to a brick graph, and delay-gen's
-    settings, take effect when the brick (re)starts."""
-    vol = stack['GLUSTER_VOLUME']
-    gl('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
-    gl('volume', 'set', vol, 'delay-gen.delay-duration',
-       str(BRICK_DELAY_MS * 1000))
-    gl('volume', 'set', vol, 'delay-gen.enable', 'WRITE')
-    gl('volume', 'set', vol, 'debug.delay-gen', 'posix')
-    restart_bricks(stack)
-    yield vol
-    for opt in ('debug.delay-gen', 'delay-gen.enable',
-                'delay-gen.delay-percentage', 'delay-gen.delay-duration'):
-        gl('volume', 'reset', vol, opt, check=False)
-    restart_bricks(stack)
 
 
 def connect(stack, share=SHARE):
@@ -167,16 +111,6 @@ def brick_prefix_ok(stack, name, pattern, n):
         return False, 'brick differs at byte %d' % smb2q.first_mismatch(
             exp, got)
     return True, 'ok'
-
-
-def fresh(stack, name):
-    path = os.path.join(stack['FUSE_MOUNT'], name)
-    if os.path.exists(path):
-        os.unlink(path)
-
-
-def lease_key():
-    return os.urandom(16)
 
 
 def test_nothing_cached_without_a_lease(stack):
@@ -580,10 +514,10 @@ def mandatory_locks(stack):
     opens its files O_NONBLOCK).  An acknowledged write into such a range
     fails where it lands, whatever the timing."""
     vol = stack['GLUSTER_VOLUME']
-    gl('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
+    gluster('volume', 'set', vol, 'locks.mandatory-locking', 'forced')
     time.sleep(VOLFILE_S)
     yield vol
-    gl('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
+    gluster('volume', 'reset', vol, 'locks.mandatory-locking', check=False)
     time.sleep(VOLFILE_S)
 
 
@@ -903,7 +837,7 @@ def handle_write_time(conn, fid):
 def explicit_write_time_walk(stack, share, order):
     """On `share`: an RWH lease; LastWriteTime set by SET_INFO and 256 KiB
     written (queued on the write-cache share: the bricks hold every
-    WRITE for BRICK_DELAY_MS), in `order`; a FLUSH; the write time as
+    WRITE for conftest.BRICK_DELAY_MS), in `order`; a FLUSH; the write time as
     the path shows it and as the handle does; the close, and both again,
     through the path and through a fresh open on another connection."""
     name = 'wc-settime-%s-%s.bin' % (order, share)
@@ -983,14 +917,14 @@ def upcalls(stack, slow_bricks):
     them (and with delay-gen still in their graphs)."""
     vol = stack['GLUSTER_VOLUME']
     for k, v in UPCALL_OPTIONS:
-        gl('volume', 'set', vol, k, v)
+        gluster('volume', 'set', vol, k, v)
     restart_bricks(stack)
     # clients that connected in the first seconds after this saw their
     # first WRITE land at once (the bricks' graphs not yet as set): wait
     time.sleep(UPCALL_SETTLE_S)
     yield vol
     for k, _v in UPCALL_OPTIONS:
-        gl('volume', 'reset', vol, k, check=False)
+        gluster('volume', 'reset', vol, k, check=False)
     restart_bricks(stack)
 
 

@@ -28,12 +28,20 @@ import os
 import re
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
 
+from conftest import TOP, fresh, lease_key
+from gf2_bricks import delayed_brick_fops
 from gf2_private_smbd import PrivateSmbd
-from test_write_cache import restart_bricks, fresh, lease_key, gl, smb2q
+
+sys.path.insert(0, os.path.join(TOP, 'test', 'tools'))
+try:
+    import smb2q
+except ImportError:                                     # pragma: no cover
+    smb2q = None
 
 KiB = 1024
 DELAY_MS = 1500
@@ -55,26 +63,15 @@ def need_impacket():
 
 
 @pytest.fixture(scope='module')
-def slow_writes(stack):
+def traced_slow_writes(stack):
     """delay-gen holds every brick WRITE for DELAY_MS (taken when the
-    bricks start again)."""
-    vol = stack['GLUSTER_VOLUME']
-    gl('volume', 'set', vol, 'delay-gen.delay-percentage', '100%')
-    gl('volume', 'set', vol, 'delay-gen.delay-duration',
-       str(DELAY_MS * 1000))
-    gl('volume', 'set', vol, 'delay-gen.enable', 'WRITE')
-    gl('volume', 'set', vol, 'debug.delay-gen', 'posix')
-    restart_bricks(stack)
-    gl('volume', 'set', vol, 'diagnostics.brick-log-level', 'TRACE')
-    yield vol
-    for opt in ('diagnostics.brick-log-level', 'debug.delay-gen', 'delay-gen.enable',
-                'delay-gen.delay-percentage', 'delay-gen.delay-duration'):
-        gl('volume', 'reset', vol, opt, check=False)
-    restart_bricks(stack)
+    bricks start again), and the bricks log every call at TRACE."""
+    yield from delayed_brick_fops(stack, 'WRITE', DELAY_MS, also=[
+        ('diagnostics.brick-log-level', 'TRACE')])
 
 
 @pytest.fixture(scope='module')
-def srv(stack, slow_writes):
+def srv(stack, traced_slow_writes):
     # the port slot of test_identity_async.py: the two never run at once
     s = PrivateSmbd('identasync', stack)
     share = [('vfs objects', 'glusterfs2'), ('path', '/'),
