@@ -6,6 +6,7 @@ interface is `test/stack env`.
 """
 
 import hashlib
+import json
 import os
 import subprocess
 import uuid
@@ -14,7 +15,7 @@ import pytest
 import smbc
 
 from gf2_bricks import delayed_brick_fops, delayed_fops, one_brick_volume
-from gf2_private_smbd import PrivateSmbd, gf2_share
+from gf2_private_smbd import PrivateSmbd
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -268,6 +269,19 @@ def lease_key():
     return os.urandom(16)
 
 
+STATS_TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
+
+
+def share_counters(stack, share):
+    """The counters of the stack's share (tools/glusterfs2-stats --json);
+    {} before it has any."""
+    p = subprocess.run([STATS_TOOL, '-s', stack['SMB_CONF'], '--share',
+                        share, '--json'], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)['shares'].get(share, {})
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
@@ -327,12 +341,12 @@ def two_volume_smbd(stack, second_volume):
     # the port: the stack's plus its offset (gf2_private_smbd.PORT_SLOTS)
     srv = PrivateSmbd('two-volumes', stack)
     srv.write_conf([], [
-        ('v1', gf2_share(stack, stack['GLUSTER_VOLUME'])),
-        ('v2', gf2_share(stack, vol2)),
-        ('v1long', gf2_share(stack, stack['GLUSTER_VOLUME'],
-                             [('glusterfs2:prefetch max age', '60000')])),
-        ('v1np', gf2_share(stack, stack['GLUSTER_VOLUME'],
-                           [('glusterfs2:prefetch', 'no')]))])
+        ('v1', srv.gf2_share(logfile=None)),
+        ('v2', srv.gf2_share(vol=vol2, logfile=None)),
+        ('v1long', srv.gf2_share([('glusterfs2:prefetch max age', '60000')],
+                                 logfile=None)),
+        ('v1np', srv.gf2_share([('glusterfs2:prefetch', 'no')],
+                               logfile=None))])
     srv.start()
     try:
         yield srv

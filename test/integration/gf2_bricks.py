@@ -108,6 +108,18 @@ def delayed_fops(stack, fops, delay):
         restart_volume(vol, stack['FUSE_MOUNT'])
 
 
+def _remove_volume(vol, mount, brick_dir):
+    """vol unmounted from mount, stopped, deleted and its bricks removed,
+    whatever of it is there."""
+    g = ['gluster', '--mode=script', 'volume']
+    subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['stop', vol, 'force'],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(g + ['delete', vol],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(brick_dir, ignore_errors=True)
+
+
 def one_brick_volume(stack, suffix):
     """A generator for a fixture: a one-brick volume of this stack's own
     (GLUSTER_VOLUME + suffix), FUSE-mounted, yielded as (name, mount);
@@ -115,34 +127,24 @@ def one_brick_volume(stack, suffix):
     vol = stack['GLUSTER_VOLUME'] + suffix
     brick = os.path.join(stack['STACK_DIR'], 'bricks', vol, 'b1')
     mount = os.path.join(stack['STACK_DIR'], 'fuse-' + vol)
-    g = ['gluster', '--mode=script']
-    subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
-    subprocess.run(g + ['volume', 'stop', vol, 'force'],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run(g + ['volume', 'delete', vol],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+    g = ['gluster', '--mode=script', 'volume']
+    _remove_volume(vol, mount, os.path.dirname(brick))
     os.makedirs(brick)
     os.makedirs(mount, exist_ok=True)
     try:
-        subprocess.run(g + ['volume', 'create', vol, '%s:%s' % (
+        subprocess.run(g + ['create', vol, '%s:%s' % (
             stack['GLUSTER_HOST'], brick), 'force'], check=True,
             stdout=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'set', vol, 'server.allow-insecure',
-                            'on'], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'start', vol], check=True,
+        subprocess.run(g + ['set', vol, 'server.allow-insecure', 'on'],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(g + ['start', vol], check=True,
                        stdout=subprocess.DEVNULL)
         subprocess.run(['mount', '-t', 'glusterfs', '%s:/%s' % (
             stack['GLUSTER_HOST'], vol), mount], check=True)
         os.chmod(mount, 0o1777)
         yield vol, mount
     finally:
-        subprocess.run(['umount', '-l', mount], stderr=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'stop', vol, 'force'],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(g + ['volume', 'delete', vol],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        shutil.rmtree(os.path.dirname(brick), ignore_errors=True)
+        _remove_volume(vol, mount, os.path.dirname(brick))
 
 
 def restart_bricks(stack):

@@ -118,15 +118,6 @@ PLUMBING_KEYS = set(DIR_KEYS) | {
     'clustering', 'include'}
 
 
-def gf2_share(env, vol, extra=()):
-    """The items of a glusterfs2 share of volume vol on the stack's
-    Gluster host, for PrivateSmbd.write_conf; extra ones appended."""
-    return [('vfs objects', 'glusterfs2'), ('path', '/'),
-            ('glusterfs2:volume', vol),
-            ('glusterfs2:volfile_server', env['GLUSTER_HOST']),
-            ('kernel share modes', 'no'), ('read only', 'no')] + list(extra)
-
-
 def parse_smb_conf(path):
     """[(section, [(key, value)])] in file order; comments dropped, keys
     lower-cased and with single spaces (as smb.conf compares them)."""
@@ -361,6 +352,22 @@ class PrivateSmbd:
             out.append((k, v))
         return out
 
+    def gf2_share(self, extra=(), vol=None, path='/', vfs='glusterfs2',
+                  logfile='glusterfs2-%M.log'):
+        """The items of a share of the module (vfs: the `vfs objects`) on
+        the stack's volume, or vol, at path on the volume: gfapi's log
+        file in this smbd's directory (logfile None: the default), no
+        kernel share modes, writable; extra appended."""
+        items = [('vfs objects', vfs), ('path', path),
+                 ('glusterfs2:volume', vol or self.env['GLUSTER_VOLUME']),
+                 ('glusterfs2:volfile_server',
+                  self.env.get('GLUSTER_HOST', 'localhost'))]
+        if logfile:
+            items.append(('glusterfs2:logfile',
+                          os.path.join(self.dir, logfile)))
+        return items + [('kernel share modes', 'no'),
+                        ('read only', 'no')] + list(extra)
+
     def write_conf(self, global_items, shares, header=''):
         """global_items: [(key, value)] of an example's [global] (the
         plumbing keys are replaced by the private smbd's); shares:
@@ -519,11 +526,22 @@ class PrivateSmbd:
                               timeout=timeout)
 
     def client_env(self):
-        """The stack's env with this smbd's port (for conftest.Smb)."""
+        """The stack's env pointed at this smbd: its address, port and
+        smb.conf (for conftest.Smb, gf2_smb2.Client and the like)."""
         env = dict(self.env)
         env['SMB_HOST'] = '127.0.0.1'
         env['SMB_PORT'] = str(self.port)
+        env['SMB_CONF'] = self.conf
         return env
+
+    def serving(self):
+        """A generator for a fixture: this smbd started, client_env()
+        yielded, and the smbd stopped afterwards."""
+        self.start()
+        try:
+            yield self.client_env()
+        finally:
+            self.stop()
 
     def logs(self, tail=3000):
         """The private smbd's logs, for failure messages."""

@@ -9,7 +9,7 @@ close, echo.  STATUS maps NTSTATUS names to codes.
 
 The helpers below work on a Conn directly:
 
-    conn = smb2q.Conn(host, port, user, password, share, timeout=60)
+    conn = connect(stack, 'glusterfs2')     # or smb2q.Conn(...)
     fid = open_file(conn, conn.tid, 'dir\\\\f', write=False)
     data = read_on(conn, conn.tid, fid, 0, 65536)
 
@@ -44,6 +44,8 @@ FILE_FULL_EA_INFORMATION = 15
 FILE_ALLOCATION_INFORMATION = 19
 FILE_END_OF_FILE_INFORMATION = 20
 FSCTL_SET_ZERO_DATA = 0x000980C8
+FSCTL_SRV_REQUEST_RESUME_KEY = 0x00140078
+FSCTL_SRV_COPYCHUNK_WRITE = 0x001480F2
 SMB2_0_IOCTL_IS_FSCTL = 1
 
 STATUS_ACCESS_DENIED = 0xC0000022
@@ -167,6 +169,14 @@ def server_max(stack, param):
     return min(int(out.strip()), 0xFFFF00)
 
 
+def connect(env, share, timeout=60, user=None, password=None):
+    """A Conn to share of the smbd env names (the stack's env, or a private
+    smbd's client_env()), as SMB_USER unless user is given."""
+    return smb2q.Conn(env['SMB_HOST'], int(env['SMB_PORT']),
+                      user or env['SMB_USER'], password or env['SMB_PASS'],
+                      share, timeout=timeout)
+
+
 # -- packets ---------------------------------------------------------------
 
 def set_info_packet(conn, fid, info_class, buf):
@@ -185,6 +195,29 @@ def zero_data_packet(conn, fid, off, end):
     return smb2q.RawPacket(s3.SMB2_IOCTL, conn.tid, IOCTL_REQ.pack(
         57, 0, FSCTL_SET_ZERO_DATA, fid, 64 + 56, len(buf), 0, 0, 0, 0,
         SMB2_0_IOCTL_IS_FSCTL, 0) + buf)
+
+
+def ioctl_packet(tid, fid, code, data, max_out):
+    """An FSCTL code on fid with input data, at most max_out bytes back."""
+    return smb2q.RawPacket(s3.SMB2_IOCTL, tid, IOCTL_REQ.pack(
+        57, 0, code, fid, 64 + 56, len(data), 0, 0, 0, max_out,
+        SMB2_0_IOCTL_IS_FSCTL, 0) + data)
+
+
+def copy_source_and_key(cl, src, dst):
+    """For a copy-chunk through Client cl: src opened to read, dst
+    created, and src's resume key; (source fid, destination fid, key)."""
+    st, sfid = cl.create(src, disposition=s3.FILE_OPEN,
+                         access=s3.FILE_READ_DATA |
+                         s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
+    assert st == 0, smb2q.status_name(st)
+    st, dfid = cl.create(dst, disposition=s3.FILE_CREATE)
+    assert st == 0, smb2q.status_name(st)
+    st, rsp = cl.request(ioctl_packet(cl.conn.tid, sfid,
+                                      FSCTL_SRV_REQUEST_RESUME_KEY, b'', 32))
+    assert st == 0, smb2q.status_name(st)
+    ooff, _ = struct.unpack_from('<II', rsp, 64 + 32)
+    return sfid, dfid, rsp[ooff:ooff + 24]
 
 
 # -- answers ---------------------------------------------------------------

@@ -27,7 +27,6 @@ still hold exactly its data, and no smbd that served us logged a PANIC.
 """
 
 import os
-import re
 import shutil
 import struct
 import time
@@ -36,6 +35,7 @@ import uuid
 import pytest
 
 from conftest import TOP
+from gf2_logs import log_offsets, panics_since
 from gf2_smb2 import Client, s3, smb2q, smb3, status_name
 
 SHARES = ('glusterfs2', 'local')
@@ -92,28 +92,6 @@ def env(stack):
         clients[share].drop()
         shutil.rmtree(os.path.join(share_dir(stack, share), top),
                       ignore_errors=True)
-
-
-def log_offsets(stack):
-    d = stack['SMB_LOGDIR']
-    return {f: os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
-            if f.startswith('log.')}
-
-
-def panics_since(stack, offsets, pids):
-    d = stack['SMB_LOGDIR']
-    found = []
-    for f in os.listdir(d):
-        if not f.startswith('log.'):
-            continue
-        with open(os.path.join(d, f), 'rb') as fh:
-            fh.seek(offsets.get(f, 0))
-            text = fh.read().decode('utf-8', 'replace')
-        for line in text.splitlines():
-            m = re.search(r'(?:PANIC \(pid|in pid) (\d+)', line)
-            if m and int(m.group(1)) in pids:
-                found.append('%s: %s' % (f, line.strip()))
-    return found
 
 
 def compare(env, case, results, expected=None):

@@ -2,7 +2,6 @@
 with one log line naming what is wrong; smbd keeps serving its other
 shares; a volume that appears later is served on the next connect."""
 
-import glob
 import os
 import shutil
 import socket
@@ -13,24 +12,7 @@ import pytest
 import smbc
 
 from conftest import Smb
-
-
-def _log_offsets(stack):
-    """{smbd log: its size now}: what _log_lines skips."""
-    return {path: os.path.getsize(path) for path in
-            glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*'))}
-
-
-def _log_lines(stack, needle, offsets):
-    """Lines with NEEDLE the smbd logs got since OFFSETS (so that lines
-    of earlier runs do not count)."""
-    hits = []
-    for path in glob.glob(os.path.join(stack['SMB_LOGDIR'], 'log.*')):
-        with open(path, errors='replace') as f:
-            off = offsets.get(path, 0)
-            f.seek(off if off <= os.path.getsize(path) else 0)
-            hits += [line.strip() for line in f if needle in line]
-    return hits
+from gf2_logs import lines_since, logs
 
 
 def _connect_fails(stack, share):
@@ -60,10 +42,10 @@ def late_volume(stack):
 
 def test_unknown_volume_then_created(stack, tmp_path):
     late = late_volume(stack)
-    offsets = _log_offsets(stack)
+    offsets = logs(stack)
     _connect_fails(stack, 'gf2-novolume')
     assert any('volume %s unavailable from volfile servers' % late in line
-               for line in _log_lines(stack, late, offsets)), \
+               for line in lines_since(stack, late, offsets)), \
         'no log line naming volume and servers'
 
     # the other shares keep working
@@ -106,18 +88,18 @@ def test_unknown_volume_then_created(stack, tmp_path):
 
 
 def test_unreachable_server(stack):
-    offsets = _log_offsets(stack)
+    offsets = logs(stack)
     t0 = time.time()
     _connect_fails(stack, 'gf2-noserver')
     assert time.time() - t0 < 30
     assert any('unavailable from volfile servers tcp+127.0.0.1:9' in line
-               for line in _log_lines(stack, '127.0.0.1:9', offsets))
+               for line in lines_since(stack, '127.0.0.1:9', offsets))
     assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)
 
 
 def test_bad_volfile_server_option(stack):
-    offsets = _log_offsets(stack)
+    offsets = logs(stack)
     _connect_fails(stack, 'gf2-badoption')
     assert any("unknown transport 'foo'" in line
-               for line in _log_lines(stack, 'gf2-badoption', offsets))
+               for line in lines_since(stack, 'gf2-badoption', offsets))
     assert isinstance(Smb(stack, 'glusterfs2').listdir(''), list)

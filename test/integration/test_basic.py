@@ -1,7 +1,6 @@
 """End-to-end file and directory operations through the glusterfs2 share,
 as a real user, through a real smbd on a real Gluster volume."""
 
-import hashlib
 import os
 import re
 import pwd
@@ -13,6 +12,7 @@ import pytest
 import smbc
 
 from conftest import Smb, sha256
+from gf2_private_smbd import sha256_file
 
 SIZES = [0, 1, 4095, 4096, 65537, 3 * (1 << 20) + 7]
 
@@ -186,32 +186,21 @@ def _smbclient(stack, share, cmds, user=None, password=None):
         universal_newlines=True, timeout=1200)
 
 
-def _file_sha(path):
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
 def test_1gib_roundtrip_smbclient(stack, tmp_path, tmpname):
     src = tmp_path / 'src.bin'
     back = tmp_path / 'back.bin'
     with open(src, 'wb') as f:
         for _ in range(1024):
             f.write(os.urandom(1 << 20))
-    digest = _file_sha(src)
+    digest = sha256_file(src)
     p = _smbclient(stack, 'glusterfs2',
                    'put %s %s.bin; get %s.bin %s' % (src, tmpname, tmpname,
                                                      back))
     assert p.returncode == 0, p.stdout
     assert os.path.getsize(back) == 1 << 30
-    assert _file_sha(back) == digest
+    assert sha256_file(back) == digest
     fuse_copy = os.path.join(stack['FUSE_MOUNT'], tmpname + '.bin')
-    assert _file_sha(fuse_copy) == digest
+    assert sha256_file(fuse_copy) == digest
     p = _smbclient(stack, 'glusterfs2', 'del %s.bin' % tmpname)
     assert p.returncode == 0, p.stdout
     # the FUSE client may serve its cached entry for entry-timeout (1 s)

@@ -37,42 +37,22 @@ import uuid
 import pytest
 
 from gf2_private_smbd import PrivateSmbd
-from gf2_smb2 import Client, STATUS, s3, smb2q
+from gf2_smb2 import (Client, FSCTL_SRV_COPYCHUNK_WRITE, STATUS,
+                      copy_source_and_key, ioctl_packet, s3, smb2q)
 
 CHUNK = 64 * 1024
 CLOSE_AFTER_S = 1.5     # inside the second chunk's read
 NCHUNKS = 16
-FSCTL_SRV_REQUEST_RESUME_KEY = 0x00140078
-FSCTL_SRV_COPYCHUNK_WRITE = 0x001480F2
 NOT_FOUND = STATUS['STATUS_OBJECT_NAME_NOT_FOUND']
-IOCTL_REQ = struct.Struct('<HHI16sIIIIIIII')    # 56 bytes
 
 
 @pytest.fixture(scope='module')
 def srv(stack, slow_reads_1s):
     s = PrivateSmbd('copychunkclose', stack)
     s.write_conf([], [
-        ('cc', [('vfs objects', 'glusterfs2'), ('path', '/'),
-                ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-                ('glusterfs2:volfile_server',
-                 stack.get('GLUSTER_HOST', 'localhost')),
-                ('glusterfs2:logfile',
-                 os.path.join(s.dir, 'glusterfs2-%M.log')),
-                ('kernel share modes', 'no'), ('posix locking', 'no'),
-                ('read only', 'no')])])
-    s.start()
-    env = dict(stack)
-    env['SMB_PORT'] = str(s.port)
-    try:
+        ('cc', s.gf2_share([('posix locking', 'no')]))])
+    for env in s.serving():
         yield env, s
-    finally:
-        s.stop()
-
-
-def ioctl_packet(tid, fid, code, data, max_out):
-    return smb2q.RawPacket(s3.SMB2_IOCTL, tid, IOCTL_REQ.pack(
-        57, 0, code, fid, 64 + 56, len(data), 0, 0, 0, max_out, 1, 0) +
-        data)
 
 
 def collect(c, want, timeout=60):
@@ -106,18 +86,7 @@ def test_close_source_mid_copy(srv):
     os.chmod(os.path.join(env['FUSE_MOUNT'], src), 0o666)
     try:
         cl = Client(env, 'cc')
-        st, sfid = cl.create(src, disposition=s3.FILE_OPEN,
-                             access=s3.FILE_READ_DATA |
-                             s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
-        assert st == 0, smb2q.status_name(st)
-        st, dfid = cl.create(dst, disposition=s3.FILE_CREATE)
-        assert st == 0, smb2q.status_name(st)
-        st, rsp = cl.request(ioctl_packet(cl.conn.tid, sfid,
-                                          FSCTL_SRV_REQUEST_RESUME_KEY,
-                                          b'', 32))
-        assert st == 0, smb2q.status_name(st)
-        ooff, olen = struct.unpack_from('<II', rsp, 64 + 32)
-        key = rsp[ooff:ooff + 24]
+        sfid, dfid, key = copy_source_and_key(cl, src, dst)
         chunks = b''.join(struct.pack('<QQII', i * CHUNK, i * CHUNK,
                                       CHUNK, 0) for i in range(NCHUNKS))
         blob = key + struct.pack('<II', NCHUNKS, 0) + chunks

@@ -30,13 +30,11 @@ import uuid
 import pytest
 
 from gf2_private_smbd import PrivateSmbd
-from gf2_smb2 import Client, s3, smb2q
+from gf2_smb2 import (Client, FSCTL_SRV_COPYCHUNK_WRITE, copy_source_and_key,
+                      ioctl_packet, smb2q)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHUNK = 64 * 1024
-FSCTL_SRV_REQUEST_RESUME_KEY = 0x00140078
-FSCTL_SRV_COPYCHUNK_WRITE = 0x001480F2
-IOCTL_REQ = struct.Struct('<HHI16sIIIIIIII')    # 56 bytes
 FAIL_CALL = 3   # the switch back at the end of a one-chunk copy
 
 
@@ -75,40 +73,15 @@ def start(stack, shim, fail_call):
     s.shim = shim
     s.fail_call = fail_call
     s.write_conf([], [
-        ('cc', [('vfs objects', 'glusterfs2'), ('path', '/'),
-                ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-                ('glusterfs2:volfile_server',
-                 stack.get('GLUSTER_HOST', 'localhost')),
-                ('glusterfs2:logfile',
-                 os.path.join(s.dir, 'glusterfs2-%M.log')),
-                ('kernel share modes', 'no'), ('posix locking', 'no'),
-                ('read only', 'no')])])
+        ('cc', s.gf2_share([('posix locking', 'no')]))])
     s.start()
-    env = dict(stack)
-    env['SMB_PORT'] = str(s.port)
-    return env, s
-
-
-def ioctl_packet(tid, fid, code, data, max_out):
-    return smb2q.RawPacket(s3.SMB2_IOCTL, tid, IOCTL_REQ.pack(
-        57, 0, code, fid, 64 + 56, len(data), 0, 0, 0, max_out, 1, 0) +
-        data)
+    return s.client_env(), s
 
 
 def copy_one_chunk(env, src, dst):
     """(copy's status, response, client) of a one-chunk copy src -> dst."""
     cl = Client(env, 'cc')
-    st, sfid = cl.create(src, disposition=s3.FILE_OPEN,
-                         access=s3.FILE_READ_DATA |
-                         s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
-    assert st == 0, smb2q.status_name(st)
-    st, dfid = cl.create(dst, disposition=s3.FILE_CREATE)
-    assert st == 0, smb2q.status_name(st)
-    st, rsp = cl.request(ioctl_packet(cl.conn.tid, sfid,
-                                      FSCTL_SRV_REQUEST_RESUME_KEY, b'', 32))
-    assert st == 0, smb2q.status_name(st)
-    ooff, _ = struct.unpack_from('<II', rsp, 64 + 32)
-    key = rsp[ooff:ooff + 24]
+    _sfid, dfid, key = copy_source_and_key(cl, src, dst)
     blob = key + struct.pack('<II', 1, 0) + struct.pack('<QQII', 0, 0,
                                                         CHUNK, 0)
     st, rsp = cl.request(ioctl_packet(cl.conn.tid, dfid,

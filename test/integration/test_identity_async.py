@@ -61,26 +61,13 @@ def gluster(*args):
 @pytest.fixture(scope='module')
 def srv(stack, slow_reads_1s):
     s = PrivateSmbd('identasync', stack)
-    g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
-          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-          ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                  'localhost')),
-          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
-          ('glusterfs2:prefetch', 'no'),
-          ('kernel share modes', 'no'), ('posix locking', 'no'),
-          ('read only', 'no')]
+    g2 = s.gf2_share([('glusterfs2:prefetch', 'no'), ('posix locking', 'no')])
     s.write_conf([], [
         ('ida', g2),
         ('idb', g2 + [('force user', stack['SMB_USER2'])])])
-    s.start()
-    env = dict(stack)
-    env['SMB_CONF'] = s.conf
-    env['SMB_PORT'] = str(s.port)
-    env['PRIVATE_DIR'] = s.dir
-    try:
+    for env in s.serving():
+        env['PRIVATE_DIR'] = s.dir
         yield env
-    finally:
-        s.stop()
 
 
 @pytest.fixture

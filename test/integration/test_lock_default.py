@@ -34,12 +34,8 @@ SHARES = ('g2def', 'g2cache', 'stock', 'locallk')
 def srv(stack):
     s = PrivateSmbd('lockdefault', stack)
     host = stack.get('GLUSTER_HOST', 'localhost')
-    g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
-          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-          ('glusterfs2:volfile_server', host),
-          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
-          ('kernel share modes', 'no'), ('read only', 'no')]
-    conf = s.write_conf([], [
+    g2 = s.gf2_share()
+    s.write_conf([], [
         ('g2def', g2),
         ('g2cache', g2 + [('glusterfs2:posix lock cache', '250')]),
         ('stock', [('vfs objects', 'glusterfs'), ('path', '/'),
@@ -49,14 +45,7 @@ def srv(stack):
                     os.path.join(s.dir, 'glusterfs-%M.log')),
                    ('kernel share modes', 'no'), ('read only', 'no')]),
         ('locallk', [('path', stack['LOCAL_DIR']), ('read only', 'no')])])
-    s.start()
-    env = dict(stack)
-    env['SMB_PORT'] = str(s.port)
-    env['SMB_CONF'] = conf
-    try:
-        yield env
-    finally:
-        s.stop()
+    yield from s.serving()
 
 
 @pytest.fixture

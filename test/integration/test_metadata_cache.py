@@ -19,10 +19,11 @@ import time
 import pytest
 
 from gf2_bricks import UPCALL_OPTIONS, gluster_reset, gluster_set
-from gf2_private_smbd import PrivateSmbd, gf2_share
+from gf2_private_smbd import PrivateSmbd
 from gf2_smb2 import (FILE_FULL_DIRECTORY_INFORMATION, QUERY_DIRECTORY_REQ,
-                      collect, create_eof, ea_names, ea_sizes, end_of_file,
-                      open_dir, open_file, open_for_eas, s3, smb2q)
+                      collect, connect, create_eof, ea_names, ea_sizes,
+                      end_of_file, open_dir, open_file, open_for_eas, s3,
+                      smb2q)
 
 
 @pytest.fixture
@@ -42,6 +43,27 @@ def upcalls(stack):
 
 
 
+def dir_of_files(mount, name, n, size=1):
+    """mount/name, a directory (0777) of n files f0, f1, ... of size
+    bytes; returns its path."""
+    d = os.path.join(mount, name)
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    for i in range(n):
+        with open(os.path.join(d, 'f%d' % i), 'wb') as f:
+            f.write(b'x' * size)
+    return d
+
+
+def listed_without_eas(conn, dirname, name):
+    """dirname\\name opened for its EAs (the handle returned), then
+    dirname listed: neither shows an EA yet."""
+    fid = open_for_eas(conn, conn.tid, dirname + '\\' + name)
+    assert ea_sizes(conn, conn.tid, dirname)[name] == 0
+    assert ea_names(conn, conn.tid, fid) == []
+    return fid
+
+
 # -- one smbd process, several volumes ---------------------------------
 
 def test_xattr_lists_kept_per_volume(stack, tmpname, second_volume,
@@ -53,17 +75,12 @@ def test_xattr_lists_kept_per_volume(stack, tmpname, second_volume,
     answered the second: files with EAs showed none."""
     vol2, mount2 = second_volume
     for mount, eas in ((stack['FUSE_MOUNT'], True), (mount2, False)):
-        d = os.path.join(mount, tmpname)
-        os.mkdir(d)
-        os.chmod(d, 0o777)
+        d = dir_of_files(mount, tmpname, 4)
         for i in range(4):
-            f = os.path.join(d, 'f%d' % i)
-            with open(f, 'wb') as fh:
-                fh.write(b'x')
             if eas:
-                os.setxattr(f, 'user.hardening', b'v' * 100)
-    conn = smb2q.Conn('127.0.0.1', two_volume_smbd.port, stack['SMB_USER'],
-                      stack['SMB_PASS'], 'v1', timeout=60)
+                os.setxattr(os.path.join(d, 'f%d' % i), 'user.pervolume',
+                            b'v' * 100)
+    conn = connect(two_volume_smbd.client_env(), 'v1')
     try:
         tid2 = conn.c.connectTree('v2')
         names = ['f%d' % i for i in range(4)]
@@ -106,15 +123,8 @@ def test_volume_released_takes_its_kept_metadata(stack, tmpname,
     try:
         time.sleep(2)
         for mount, size in ((stack['FUSE_MOUNT'], 1000), (mount2, 5)):
-            d = os.path.join(mount, tmpname)
-            os.mkdir(d)
-            os.chmod(d, 0o777)
-            for i in range(4):
-                with open(os.path.join(d, 'f%d' % i), 'wb') as f:
-                    f.write(b'x' * size)
-        conn = smb2q.Conn('127.0.0.1', two_volume_smbd.port,
-                          stack['SMB_USER'], stack['SMB_PASS'], 'v2',
-                          timeout=60)
+            dir_of_files(mount, tmpname, 4, size)
+        conn = connect(two_volume_smbd.client_env(), 'v2')
         try:
             tid2 = conn.tid
             wrong = []
@@ -166,20 +176,10 @@ def test_ea_query_on_open_handle_takes_upcalls_first(stack, tmpname,
     md-cache registered, the query answered the old empty list), and the
     upcall path serves the new list within 1.5 s, far inside the 60 s
     lifetime."""
-    d = os.path.join(stack['FUSE_MOUNT'], tmpname)
-    os.mkdir(d)
-    os.chmod(d, 0o777)
-    names = ['f%d' % i for i in range(4)]
-    for n in names:
-        with open(os.path.join(d, n), 'wb') as f:
-            f.write(b'x')
-    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                      stack['SMB_USER'], stack['SMB_PASS'], 'glusterfs2',
-                      timeout=60)
+    d = dir_of_files(stack['FUSE_MOUNT'], tmpname, 4)
+    conn = connect(stack, 'glusterfs2')
     try:
-        fid = open_for_eas(conn, conn.tid, tmpname + '\\f0')
-        assert ea_sizes(conn, conn.tid, tmpname)['f0'] == 0
-        assert ea_names(conn, conn.tid, fid) == []
+        fid = listed_without_eas(conn, tmpname, 'f0')
         f0 = os.path.join(d, 'f0')
         os.setxattr(f0, 'user.late', b'v' * 10)
         # Gluster announces an xattr change only for names a client's
@@ -218,9 +218,7 @@ class TestListingDuringWrites:
         with open(f, 'wb') as fh:
             fh.write(b'o' * 1000)
         shutil.chown(f, stack['SMB_USER'])
-        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                          stack['SMB_USER'], stack['SMB_PASS'],
-                          'glusterfs2', timeout=60)
+        conn = connect(stack, 'glusterfs2')
         path = tmpname + '\\f'
         try:
             assert end_of_file(conn, conn.tid, path) == 1000
@@ -275,19 +273,10 @@ def test_ea_set_elsewhere_seen_within_a_second(stack, tmpname, upcalls):
     changed, must be seen by an EA query within the 1 s bound that holds
     without upcalls.  Before the fix the kept list was served for the
     whole 60 s."""
-    d = os.path.join(stack['FUSE_MOUNT'], tmpname)
-    os.mkdir(d)
-    os.chmod(d, 0o777)
-    for n in ('f0', 'f1'):
-        with open(os.path.join(d, n), 'wb') as f:
-            f.write(b'x')
-    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                      stack['SMB_USER'], stack['SMB_PASS'], 'glusterfs2',
-                      timeout=60)
+    d = dir_of_files(stack['FUSE_MOUNT'], tmpname, 2)
+    conn = connect(stack, 'glusterfs2')
     try:
-        fid = open_for_eas(conn, conn.tid, tmpname + '\\f0')
-        assert ea_sizes(conn, conn.tid, tmpname)['f0'] == 0
-        assert ea_names(conn, conn.tid, fid) == []
+        fid = listed_without_eas(conn, tmpname, 'f0')
         os.setxattr(os.path.join(d, 'f0'), 'user.late', b'v' * 10)
         time.sleep(1.5)
         got = ea_names(conn, conn.tid, fid)
@@ -318,16 +307,14 @@ def test_xattr_list_batches_bounded(stack, tmpname):
         open(os.path.join(d, 'e%03d' % i), 'wb').close()
     os.setxattr(os.path.join(d, 'e299'), 'user.last', b'x' * 20)
     srv = PrivateSmbd('xattr-batch-log', stack)
-    conf = srv.write_conf([], [('v1', gf2_share(stack,
-                                                stack['GLUSTER_VOLUME']))])
+    conf = srv.write_conf([], [('v1', srv.gf2_share(logfile=None))])
     with open(conf) as f:
         text = f.read()
     with open(conf, 'w') as f:
         f.write(text.replace('\tlog level = 1\n', '\tlog level = 1 vfs:5\n'))
     srv.start()
     try:
-        conn = smb2q.Conn('127.0.0.1', srv.port, stack['SMB_USER'],
-                          stack['SMB_PASS'], 'v1', timeout=60)
+        conn = connect(srv.client_env(), 'v1')
         try:
             sizes = ea_sizes(conn, conn.tid, tmpname)
         finally:

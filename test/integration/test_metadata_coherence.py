@@ -53,14 +53,7 @@ def srv(stack, request):
     if os.environ.get('GF2_COHERENCE_PORT'):
         port = int(os.environ['GF2_COHERENCE_PORT']) + (1 if upcalls else 0)
     s = PrivateSmbd(name, stack, port=port)
-    share = [('vfs objects', module), ('path', '/'),
-             ('glusterfs2:volume', vol),
-             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                     'localhost')),
-             ('glusterfs2:logfile', os.path.join(s.dir,
-                                                 'glusterfs2-%M.log')),
-             ('kernel share modes', 'no'), ('read only', 'no')]
-    s.write_conf([], [('gf2coh', share)])
+    s.write_conf([], [('gf2coh', s.gf2_share(vol=vol, vfs=module))])
     try:
         s.start()
         yield s

@@ -41,26 +41,13 @@ CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
 def srv(stack):
     """The private smbd; yields the stack's env pointed at it."""
     s = PrivateSmbd('posixlocks', stack)
-    g2 = [('vfs objects', 'glusterfs2'), ('path', '/'),
-          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-          ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                  'localhost')),
-          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
-          ('kernel share modes', 'no'), ('posix locking', 'yes'),
-          ('read only', 'no')]
-    conf = s.write_conf([], [
+    g2 = s.gf2_share([('posix locking', 'yes')])
+    s.write_conf([], [
         ('g2lk', g2 + [('glusterfs2:posix lock cache', '250')]),
         ('g2lk0', g2),
         ('locallk', [('path', stack['LOCAL_DIR']), ('posix locking', 'yes'),
                      ('read only', 'no')])])
-    s.start()
-    env = dict(stack)
-    env['SMB_PORT'] = str(s.port)
-    env['SMB_CONF'] = conf
-    try:
-        yield env
-    finally:
-        s.stop()
+    yield from s.serving()
 
 
 @pytest.fixture

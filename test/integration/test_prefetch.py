@@ -15,7 +15,6 @@ without prefetch in the same smbd process as one with it drops the
 process's prefetched data when it writes (a private smbd serving both).
 """
 
-import json
 import os
 import shutil
 import struct
@@ -24,26 +23,16 @@ import time
 
 import pytest
 
-from conftest import Smb, TOP, sha256
+from conftest import Smb, sha256, share_counters
 from gf2_smb2 import (Client, FILE_ALLOCATION_INFORMATION,
                       FILE_END_OF_FILE_INFORMATION, close_packet, collect,
-                      open_file, read_data, read_on, s3, set_info_packet,
-                      smb2q, write_on, zero_data_packet)
+                      connect, open_file, read_data, read_on, s3,
+                      set_info_packet, smb2q, write_on, zero_data_packet)
 
 MiB = 1 << 20
 MAX_AGE = 0.250          # glusterfs2:prefetch max age default, seconds
 AGE_SHARE = 'glusterfs2-age'
 AGE = 2.0                # its glusterfs2:prefetch max age, seconds
-TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
-
-
-def counters(stack, share):
-    """The share's counters (tools/glusterfs2-stats --json)."""
-    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', share,
-                        '--json'], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)['shares'].get(share, {})
 
 
 def prefetch_served(stack, share, before, want, timeout=40):
@@ -52,7 +41,7 @@ def prefetch_served(stack, share, before, want, timeout=40):
     connect ends) or TIMEOUT has passed."""
     deadline = time.time() + timeout
     while True:
-        n = counters(stack, share).get('read_bytes_prefetch', 0) - \
+        n = share_counters(stack, share).get('read_bytes_prefetch', 0) - \
             before.get('read_bytes_prefetch', 0)
         if n >= want or time.time() > deadline:
             return n
@@ -128,7 +117,7 @@ def _stream_then_check(reader_share, writer, stack, tmpname, wait,
     reader that prefetched nothing would see the write whatever the
     module dropped or kept, and prove nothing (need_prefetch=False: a
     share that by design serves none)."""
-    before = counters(stack, reader_share)
+    before = share_counters(stack, reader_share)
     r = Smb(stack, reader_share)
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -195,7 +184,7 @@ def test_writer_same_process_seen_at_once(stack, tmpname):
     overlapping prefetched data before it is sent: seen at once.  The
     reader must have been served from prefetch memory (counters), or
     the case proves nothing."""
-    before = counters(stack, 'glusterfs2')
+    before = share_counters(stack, 'glusterfs2')
     r = Smb(stack, 'glusterfs2')
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     f = r.ctx.open(r.url(tmpname), os.O_RDONLY)
@@ -222,7 +211,7 @@ def test_max_age_bound(stack, tmpname, via):
     prefetch memory (counters); once max age has passed since the write,
     the rest of that range, prefetched before the write and not read yet,
     is the new data."""
-    before = counters(stack, AGE_SHARE)
+    before = share_counters(stack, AGE_SHARE)
     r = Smb(stack, AGE_SHARE)
     r.write(tmpname, pattern(ord('A'), 32 * MiB))
     writer = _smb_writer(stack, 'glusterfs2', tmpname) if via == 'smb' \
@@ -257,7 +246,7 @@ def test_strict_mode_lease_broken_by_write(stack, tmpname):
     write returns the new data."""
     w = Smb(stack, 'glusterfs2')
     w.write(tmpname, pattern(ord('A'), 32 * MiB))
-    before = counters(stack, 'glusterfs2-strict')
+    before = share_counters(stack, 'glusterfs2-strict')
     cl = Client(stack, 'glusterfs2-strict')
     cl.conn.quiet()
     fid = cl.conn.c.create(
@@ -360,7 +349,7 @@ def settled_counters(stack, share, before, key, want, bound=30):
     after bound seconds."""
     deadline = time.monotonic() + bound
     while True:
-        now = counters(stack, share)
+        now = share_counters(stack, share)
         if (now.get(key, 0) - before.get(key, 0) >= want or
                 time.monotonic() > deadline):
             return now
@@ -425,10 +414,8 @@ class TestPrefetchWaiters:
         pattern = smb2q.Pattern(tmpname)
         write_pattern(stack, tmpname, pattern)
         share = 'glusterfs2-strict' if kind == 'strict-read' else 'glusterfs2'
-        before = counters(stack, share)
-        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                          stack['SMB_USER'], stack['SMB_PASS'], share,
-                          timeout=ANSWER_BOUND)
+        before = share_counters(stack, share)
+        conn = connect(stack, share, timeout=ANSWER_BOUND)
         try:
             if kind == 'strict-read':
                 # the reader holds a level II oplock (strict mode prefetches
@@ -492,8 +479,7 @@ def test_write_without_prefetch_drops_prefetched_data(stack, tmpname,
     pattern = smb2q.Pattern(tmpname)
     write_pattern(stack, tmpname, pattern)
     srv = two_volume_smbd
-    conn = smb2q.Conn('127.0.0.1', srv.port, stack['SMB_USER'],
-                      stack['SMB_PASS'], 'v1long', timeout=60)
+    conn = connect(srv.client_env(), 'v1long')
     new = b'N' * REQ
     try:
         tid_np = conn.c.connectTree('v1np')

@@ -106,13 +106,7 @@ def test_smbstatus_profile_counts_async_io(stack, tmp_path):
     per_share = samba_version() >= (4, 23)
     srv = PrivateSmbd('profile', stack,
                       port=private_port(stack, 'profile', 'GF2_PROFILE_PORT'))
-    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
-             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                     'localhost')),
-             ('glusterfs2:logfile', os.path.join(srv.dir,
-                                                 'glusterfs2-%M.log')),
-             ('kernel share modes', 'no'), ('read only', 'no')]
+    share = srv.gf2_share()
     if per_share:
         share.append(('smbd profiling share', 'yes'))
     conf = srv.write_conf([('smbd profiling level', 'on')],

@@ -42,8 +42,8 @@ import pytest
 
 from gf2_bricks import UPCALL_OPTIONS, gluster, gluster_reset, gluster_set
 from gf2_private_smbd import PrivateSmbd
-from gf2_smb2 import (STATUS_ACCESS_DENIED, ea_sizes, end_of_file, eof_as,
-                      second_login, smb2q)
+from gf2_smb2 import (STATUS_ACCESS_DENIED, connect, ea_sizes, end_of_file,
+                      eof_as, second_login, smb2q)
 from gf2_smbclient import Session
 
 ANNOUNCE_S = 0.3        # Gluster sends its announcements at once
@@ -92,9 +92,7 @@ def test_kept_lookup_not_served_to_another_user(stack, tmpname,
     shutil.chown(f, stack['SMB_USER'])
     os.chmod(d, 0o700)
     shutil.chown(d, stack['SMB_USER'])
-    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                      stack['SMB_USER'], stack['SMB_PASS'], 'glusterfs2',
-                      timeout=60)
+    conn = connect(stack, 'glusterfs2')
     path = tmpname + '\\f'
     try:
         tid1 = conn.tid
@@ -138,9 +136,7 @@ def two_users_eof(stack, share, path, first_lists):
     """End of file of path for the second user, on a connection where the
     first user listed first_lists (directories, so that their entries are
     kept); the status code if refused."""
-    conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                      stack['SMB_USER'], stack['SMB_PASS'], share,
-                      timeout=60)
+    conn = connect(stack, share)
     try:
         s2, tid2 = second_login(conn, stack['SMB_USER2'],
                                   stack['SMB_PASS2'], share)
@@ -199,9 +195,8 @@ def test_search_revoked_seen_within_bound(stack, tmpname):
     for share, base in (('glusterfs2', stack['FUSE_MOUNT']),
                         ('local', stack['LOCAL_DIR'])):
         d = dir_with_file(base, tmpname, b'r' * 55, owner=stack['SMB_USER'])
-        conn = smb2q.Conn(stack['SMB_HOST'], int(stack['SMB_PORT']),
-                          stack['SMB_USER2'], stack['SMB_PASS2'], share,
-                          timeout=60)
+        conn = connect(stack, share, user=stack['SMB_USER2'],
+                       password=stack['SMB_PASS2'])
         try:
             before = end_of_file(conn, conn.tid, tmpname + '\\f')
             os.chmod(d, 0o700)
@@ -226,14 +221,7 @@ def srv(stack):
     for k, v in UPCALL_OPTIONS:
         gluster('volume', 'set', vol, k, v)
     s = PrivateSmbd('searchperm', stack)
-    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
-             ('glusterfs2:volume', vol),
-             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                     'localhost')),
-             ('glusterfs2:logfile', os.path.join(s.dir,
-                                                 'glusterfs2-%M.log')),
-             ('kernel share modes', 'no'), ('read only', 'no')]
-    s.write_conf([], [('gf2coh', share)])
+    s.write_conf([], [('gf2coh', s.gf2_share(vol=vol))])
     try:
         s.start()
         yield s

@@ -42,14 +42,9 @@ def srv(stack):
     os.chmod(os.path.join(fuse, sub), 0o777)
 
     s = PrivateSmbd('shadowmp', stack)
-    g2 = [('vfs objects', 'shadow_copy2 glusterfs2'), ('path', '/' + sub),
-          ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-          ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                  'localhost')),
-          ('glusterfs2:logfile', os.path.join(s.dir, 'glusterfs2-%M.log')),
-          ('kernel share modes', 'no'), ('read only', 'no'),
-          ('shadow:snapdir', '.snaps'),
-          ('shadow:format', '@GMT-%Y.%m.%d-%H.%M.%S')]
+    g2 = s.gf2_share([('shadow:snapdir', '.snaps'),
+                      ('shadow:format', '@GMT-%Y.%m.%d-%H.%M.%S')],
+                     path='/' + sub, vfs='shadow_copy2 glusterfs2')
     s.write_conf([], [
         ('snapsub', g2 + [('shadow:mountpoint', '/' + sub)]),
         ('snapdef', g2)])

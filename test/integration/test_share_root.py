@@ -33,13 +33,7 @@ def test_share_root_is_the_volume_path(stack):
         f.write('a file\n')
 
     def gshare(path):
-        return [('vfs objects', 'glusterfs2'), ('path', path),
-                ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-                ('glusterfs2:volfile_server',
-                 stack.get('GLUSTER_HOST', 'localhost')),
-                ('glusterfs2:logfile', os.path.join(srv.dir,
-                                                    'glusterfs2-%M.log')),
-                ('kernel share modes', 'no'), ('read only', 'no')]
+        return srv.gf2_share(path=path)
 
     def lshare(path):
         return [('path', path), ('read only', 'no')]

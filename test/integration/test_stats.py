@@ -7,27 +7,17 @@ counters to the totals when its tree connect ends, so each step is an
 smbclient run (its own connection) and the test waits for the totals.
 """
 
-import json
 import os
 import subprocess
 import time
 
 import smbc
 
-from conftest import TOP
+from conftest import STATS_TOOL, share_counters
 
-TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
 SHARE = 'glusterfs2-longage'
 MiB = 1 << 20
 DEFAULT_MAX_MEMORY = 64 * MiB       # glusterfs2:prefetch max memory
-
-
-def stats(stack):
-    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', SHARE,
-                        '--json'], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)['shares'].get(SHARE, {})
 
 
 def smbclient(stack, cmd):
@@ -45,7 +35,7 @@ def settle(stack, before, key, want, timeout=30):
     the step has merged its counters), then return the counters."""
     deadline = time.time() + timeout
     while True:
-        now = stats(stack)
+        now = share_counters(stack, SHARE)
         if now.get(key, 0) - before.get(key, 0) >= want:
             # and nothing of ours is still live
             if now.get('inflight', 0) == 0:
@@ -82,7 +72,7 @@ def test_counters_add_up(stack, tmp_path, tmpname):
     # call
     max_write = server_max(stack, 'smb2 max write')
     max_read = server_max(stack, 'smb2 max read')
-    s0 = stats(stack)
+    s0 = share_counters(stack, SHARE)
     smbclient(stack, 'put %s %s' % (src, tmpname))
     s1 = settle(stack, s0, 'write_bytes', size)
     assert delta(s0, s1, 'write_bytes') == size
@@ -163,13 +153,13 @@ def test_tool_text_output_and_bad_arguments(stack, tmp_path, tmpname):
     share's block with the figures the JSON output gives."""
     src = tmp_path / 'src'
     src.write_bytes(os.urandom(200000))
-    before = stats(stack)
+    before = share_counters(stack, SHARE)
     smbclient(stack, 'put %s %s; get %s %s; del %s' % (
         src, tmpname, tmpname, tmp_path / 'back', tmpname))
     assert (tmp_path / 'back').read_bytes() == src.read_bytes()
     now = settle(stack, before, 'reads', 1)
     assert delta(before, now, 'writes') >= 1, (before, now)
-    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', SHARE],
+    p = subprocess.run([STATS_TOOL, '-s', stack['SMB_CONF'], '--share', SHARE],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True)
     assert p.returncode == 0, p.stderr
@@ -179,7 +169,7 @@ def test_tool_text_output_and_bad_arguments(stack, tmp_path, tmpname):
     assert 'writes %d, ' % now['writes'] in p.stdout, (now, p.stdout)
     assert 'fsyncs %d' % now['fsyncs'] in p.stdout, (now, p.stdout)
     assert 'hit rate ' in p.stdout, p.stdout
-    p = subprocess.run([TOOL, '--bogus'], stdout=subprocess.PIPE,
+    p = subprocess.run([STATS_TOOL, '--bogus'], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True)
     assert p.returncode == 2
     assert 'unrecognized arguments' in p.stderr

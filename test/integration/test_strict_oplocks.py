@@ -23,21 +23,12 @@ import uuid
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, share_counters
 
 SHARE = 'glusterfs2-strict'
-TOOL = os.path.join(TOP, 'tools', 'glusterfs2-stats')
 SMB2Q = os.path.join(TOP, 'test', 'tools', 'smb2q.py')
 MiB = 1 << 20
 SIZE = 16 * MiB
-
-
-def counters(stack):
-    p = subprocess.run([TOOL, '-s', stack['SMB_CONF'], '--share', SHARE,
-                        '--json'], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)['shares'].get(SHARE, {})
 
 
 def smb2q(stack, share, action, path, *extra):
@@ -66,7 +57,7 @@ def served(stack, before, want, timeout=30):
     share's smbd processes have merged their counters (TIMEOUT)."""
     deadline = time.time() + timeout
     while True:
-        now = counters(stack)
+        now = share_counters(stack, SHARE)
         n = now.get('read_bytes_prefetch', 0) - \
             before.get('read_bytes_prefetch', 0)
         got = now.get('read_bytes', 0) - before.get('read_bytes', 0)
@@ -82,7 +73,7 @@ def served(stack, before, want, timeout=30):
 ])
 def test_read_caching_handle_is_prefetched(stack, pattern_file, ask,
                                            granted):
-    before = counters(stack)
+    before = share_counters(stack, SHARE)
     out = smb2q(stack, SHARE, 'read', pattern_file, *ask)
     assert out.get('granted') == granted, out
     n, got = served(stack, before, SIZE // 2)
@@ -92,7 +83,7 @@ def test_read_caching_handle_is_prefetched(stack, pattern_file, ask,
 
 
 def test_no_oplock_is_never_prefetched(stack, pattern_file):
-    before = counters(stack)
+    before = share_counters(stack, SHARE)
     out = smb2q(stack, SHARE, 'read', pattern_file)
     assert out.get('granted') == 'none', out
     n, got = served(stack, before, 1, timeout=10)

@@ -87,23 +87,10 @@ def srv(stack, layout):
     tag, roots = layout
     s = PrivateSmbd('symlinkswap', stack)
     s.write_conf([], [
-        ('swap', [('vfs objects', 'glusterfs2'), ('path', '/' + tag),
-                  ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-                  ('glusterfs2:volfile_server',
-                   stack.get('GLUSTER_HOST', 'localhost')),
-                  ('glusterfs2:logfile',
-                   os.path.join(s.dir, 'glusterfs2-%M.log')),
-                  ('kernel share modes', 'no'), ('posix locking', 'no'),
-                  ('read only', 'no')]),
+        ('swap', s.gf2_share([('posix locking', 'no')], path='/' + tag)),
         ('swaplocal', [('path', os.path.join(roots['swaplocal'], tag)),
                        ('read only', 'no')])])
-    s.start()
-    env = dict(stack)
-    env['SMB_PORT'] = str(s.port)
-    try:
-        yield env
-    finally:
-        s.stop()
+    yield from s.serving()
 
 
 def outcome(srv, share, root, tag, how='rename'):
