@@ -22,25 +22,6 @@ struct gf2_pf_config {
 	struct gf2_ra_config ra;
 };
 
-/* Per smbd process. */
-struct gf2_pf_stats {
-	uint64_t used;		/* bytes held, in flight or ready */
-	uint64_t wc_used;	/* of used: the write cache's */
-	uint64_t peak;		/* the most used has been */
-	uint64_t issued;	/* bytes asked from Gluster */
-	uint64_t completed;	/* bytes that arrived */
-	uint64_t served;	/* bytes served to reads from memory */
-	uint64_t wasted;	/* bytes dropped unread */
-	uint64_t expired;	/* bytes dropped for age */
-	uint64_t invalidated;	/* bytes dropped for writes */
-	uint64_t hits;		/* reads served at once from memory */
-	uint64_t waits;		/* reads that waited for a prefetch */
-	uint64_t misses;	/* reads sent to Gluster directly */
-	uint64_t upcalls;	/* invalidation events from Gluster */
-};
-
-extern struct gf2_pf_stats gf2_pf_stats;
-
 void gf2_pf_set_cap(uint64_t cap);
 /*
  * The one memory budget of the process, shared with the write cache

@@ -108,6 +108,4 @@ int gf2_wc_file_error(const char *volname, uint64_t ino);
  */
 int gf2_wc_open_check(const char *volname, uint64_t ino);
 
-bool gf2_wc_idle(const struct gf2_wc *wc);
-
 #endif /* GF2_WCACHE_H */

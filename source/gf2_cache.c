@@ -87,7 +87,6 @@ void gf2_cache_sync(void)
 	if (n == 0 && !all) {
 		return;
 	}
-	gf2_pf_stats.upcalls += n + (all ? 1 : 0);
 	if (all) {
 		DBG_INFO("upcall queue overflow: dropping everything kept\n");
 		gf2_cache_invalidate_inode(0, true);

@@ -78,7 +78,8 @@ struct gf2_pf_file {
 
 static struct gf2_pf_file *gf2_pf_files;
 static struct gf2_pfb *gf2_pf_bk;
-struct gf2_pf_stats gf2_pf_stats;
+/* reads served at once, that waited for a prefetch, that missed */
+static uint64_t gf2_pf_hits, gf2_pf_waits, gf2_pf_misses;
 
 /* A chunk freed unread: count it for the share that read it ahead. */
 static void gf2_pf_unused(void *owner, uint64_t bytes)
@@ -102,23 +103,14 @@ static struct gf2_pfb *gf2_pf_book(void)
 }
 
 /*
- * gf2_pf_stats shows the book's counters: copied after every change, and
- * what the budget holds goes to the counters of the shares (gf2_stats.c).
+ * What the budget holds goes to the counters of the shares (gf2_stats.c)
+ * after every change of it.
  */
 static void gf2_pf_sync_stats(void)
 {
 	const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
 
 	gf2_stats_mem(s->used, s->wc_used, s->peak);
-	gf2_pf_stats.used = s->used;
-	gf2_pf_stats.wc_used = s->wc_used;
-	gf2_pf_stats.peak = s->peak;
-	gf2_pf_stats.issued = s->issued;
-	gf2_pf_stats.completed = s->completed;
-	gf2_pf_stats.served = s->served;
-	gf2_pf_stats.wasted = s->wasted;
-	gf2_pf_stats.expired = s->expired;
-	gf2_pf_stats.invalidated = s->invalidated;
 }
 
 void gf2_pf_set_cap(uint64_t cap)
@@ -200,16 +192,19 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
 	}
 	/* No handle left, so no reads and no waiters. */
 	SMB_ASSERT(pf->waiters == NULL);
-	DBG_INFO("prefetch totals: issued %" PRIu64 ", arrived %" PRIu64
-		 ", served %" PRIu64 ", wasted %" PRIu64 ", expired %" PRIu64
-		 ", invalidated %" PRIu64 " (%" PRIu64 " upcalls), held %" PRIu64
-		 "; reads: %" PRIu64 " hits, %" PRIu64 " waits, %" PRIu64
-		 " misses\n",
-		 gf2_pf_stats.issued, gf2_pf_stats.completed,
-		 gf2_pf_stats.served, gf2_pf_stats.wasted,
-		 gf2_pf_stats.expired, gf2_pf_stats.invalidated,
-		 gf2_pf_stats.upcalls, gf2_pf_stats.used, gf2_pf_stats.hits, gf2_pf_stats.waits,
-		 gf2_pf_stats.misses);
+	if (DEBUGLVL(DBGLVL_INFO)) {
+		const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
+
+		DBG_INFO("prefetch totals: issued %" PRIu64 ", arrived %"
+			 PRIu64 ", served %" PRIu64 ", wasted %" PRIu64
+			 ", expired %" PRIu64 ", invalidated %" PRIu64
+			 " (%" PRIu64 " upcalls), held %" PRIu64 "; reads: %"
+			 PRIu64 " hits, %" PRIu64 " waits, %" PRIu64
+			 " misses\n", s->issued, s->completed, s->served,
+			 s->wasted, s->expired, s->invalidated,
+			 gf2_upcall_count(), s->used, gf2_pf_hits,
+			 gf2_pf_waits, gf2_pf_misses);
+	}
 	/* Chunks still in flight are orphaned: their completion frees them. */
 	gf2_pfb_file_free(pf->bf);
 	pf->bf = NULL;
@@ -643,11 +638,11 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 	r = gf2_pf_serve(pf, data, offset, n, &got);
 	switch (r) {
 	case GF2_PFB_SERVED:
-		gf2_pf_stats.hits += 1;
+		gf2_pf_hits += 1;
 		gf2_pf_read_finish(req, got);
 		return tevent_req_post(req, ev);
 	case GF2_PFB_WAIT:
-		gf2_pf_stats.waits += 1;
+		gf2_pf_waits += 1;
 		/*
 		 * Completed from gf2_pf_wake while it walks the waiter list:
 		 * the caller's callback must not run inside that walk.
@@ -661,7 +656,7 @@ struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
 		DLIST_ADD_END(pf->waiters, state->waiter);
 		return req;
 	case GF2_PFB_MISS:
-		gf2_pf_stats.misses += 1;
+		gf2_pf_misses += 1;
 		if (d.sequential) {
 			/* its data expired or was dropped: refill */
 			gf2_ra_on_miss(&pf->ra, d.stream);

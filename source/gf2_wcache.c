@@ -1200,11 +1200,6 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 	return ret;
 }
 
-bool gf2_wc_idle(const struct gf2_wc *wc)
-{
-	return gf2_wq_idle(&wc->q);
-}
-
 /* -- lifetime ------------------------------------------------------- */
 
 static int gf2_wc_destructor(struct gf2_wc *wc)
