@@ -18,15 +18,16 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 LAYERS = {
     'core': ['gf2_options', 'gf2_readahead', 'gf2_pfbook', 'gf2_wqueue',
              'gf2_mdcache',
-             'gf2_acl_xattr', 'gf2_hold'],
+             'gf2_acl_xattr', 'gf2_hold', 'gf2_readplan'],
     'bridge': ['gf2_compat', 'gf2_bridge', 'gf2_stats', 'gf2_volume',
                'gf2_transport', 'gf2_async', 'gf2_upcall'],
     'caches': ['gf2_prefetch', 'gf2_meta', 'gf2_cache', 'gf2_wcache'],
+    'engines': ['gf2_read'],
     'glue': ['gf2_vfs', 'gf2_config', 'gf2_handles',
              'gf2_dir', 'gf2_metaops', 'gf2_dataops', 'gf2_acl',
              'gf2_offload', 'vfs_glusterfs2'],
 }
-ORDER = ['core', 'bridge', 'caches', 'glue']
+ORDER = ['core', 'bridge', 'caches', 'engines', 'glue']
 LAYER_OF = {name: layer for layer, names in LAYERS.items()
             for name in names}
 INCLUDE_RE = re.compile(r'^#include\s+"([^"]+)"', re.M)
