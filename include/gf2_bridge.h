@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bridge between libgfapi and smbd's tevent loop.
  *
+ * Layer: bridge.
+ *
  * The lowest layer of the module: glfs instances shared per process
  * (gf2_volume.c), handles and asynchronous calls completed into tevent
  * (gf2_async.c), and Gluster's upcall queue (gf2_upcall.c).  It knows

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bookkeeping of prefetched data.
  *
+ * Layer: core.
+ *
  * Pure bookkeeping (talloc and libc only, no I/O), unit-tested alone
  * (test/unit/test_pfbook.c).  source/gf2_prefetch.c is the other half:
  * it decides what to read ahead, issues the reads through gfapi, keeps

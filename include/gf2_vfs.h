@@ -2,6 +2,8 @@
  * glusterfs2: declarations shared by the files of the VFS glue (the top
  * layer): per-connection and per-handle state, paths, the configuration,
  * and the VFS operations the function table in vfs_glusterfs2.c names.
+ *
+ * Layer: glue.
  */
 
 #ifndef GF2_VFS_H

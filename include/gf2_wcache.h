@@ -2,6 +2,8 @@
  * glusterfs2: the write cache (cache layer): writes acknowledged once
  * queued while the handle holds a write-caching lease or oplock.
  *
+ * Layer: caches.
+ *
  * The glue decides whether a write may be cached (the lease state, the
  * option) and calls the sync points; this file keeps the queue's buffers,
  * sends them with the bridge's asynchronous writes, waits for them, and

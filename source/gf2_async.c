@@ -2,6 +2,8 @@
  * glusterfs2: the asynchronous bridge between libgfapi and smbd's tevent
  * loop.
  *
+ * Layer: bridge.
+ *
  * smbd's main thread submits reads, writes and fsyncs with gfapi's own
  * asynchronous calls (no thread pool of ours).  Gluster completes them in
  * one of its event threads; that thread only stores the result in the

@@ -1,5 +1,7 @@
 /*
  * glusterfs2: the one entry point over both caches (see gf2_cache.h).
+ *
+ * Layer: caches.
  */
 
 #include "includes.h"

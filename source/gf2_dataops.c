@@ -2,9 +2,12 @@
  * glusterfs2: data operations: reads, writes, fsync, truncate, allocation
  * and byte-range locks.
  *
- * Reads go through the data cache (gf2_prefetch.c), which serves them
- * from prefetched data or sends them to Gluster.  Every change of a
- * file's data is bracketed by gf2_change_begin/end: the overlapping
+ * Layer: glue.
+ *
+ * Reads are handed to the read engine (gf2_read.c), which settles them,
+ * lets prefetch answer them or sends them to Gluster.  Writes and fsyncs
+ * go to the write cache (gf2_wcache.c) or to the bridge from here.  Every
+ * change of a file's data is bracketed by gf2_change_begin/end: the overlapping
  * prefetched data is dropped and prefetching paused until the change is
  * on the bricks, and the file's kept stat is dropped.
  */

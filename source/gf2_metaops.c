@@ -2,6 +2,8 @@
  * glusterfs2: metadata operations: the file system, names, stats,
  * ownership, modes, times and extended attributes.
  *
+ * Layer: glue.
+ *
  * Every change drops what the metadata cache keeps of what it changes
  * before it is sent (gf2_meta.c states the rules); answers that smbd
  * reads everywhere are kept when this process reads or writes them.

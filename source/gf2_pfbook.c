@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bookkeeping of prefetched data; see include/gf2_pfbook.h.
  *
+ * Layer: core.
+ *
  * A file's chunks sit on a list in issue order and are found by walking
  * it: a file holds a few windows' worth of chunks at most.  A chunk on a
  * file's list is never an orphan; an orphan is on no list and only its

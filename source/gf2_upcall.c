@@ -1,6 +1,8 @@
 /*
  * glusterfs2: Gluster upcall (cache invalidation) events.
  *
+ * Layer: bridge.
+ *
  * With features.cache-invalidation on, the bricks tell every client that
  * recently looked at an inode when another client changes it.  gfapi
  * delivers those events by calling gf2_upcall_cbk on one of its own

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the write cache (see include/gf2_wcache.h).
  *
+ * Layer: caches.
+ *
  * The rules (what is gathered, when a gather goes, the latched error) are
  * gf2_wqueue.c's; this file holds the buffers and the calls.
  *
