@@ -71,6 +71,7 @@ CORE_SOURCES = [
     'source/gf2_hold.c',
     'source/gf2_pfbook.c',
     'source/gf2_wqueue.c',
+    'source/gf2_readplan.c',
 ]
 
 MODULE_SOURCES = [
@@ -85,6 +86,8 @@ MODULE_SOURCES = [
     'source/gf2_meta.c',
     'source/gf2_cache.c',
     'source/gf2_wcache.c',
+    # engines
+    'source/gf2_read.c',
     # VFS glue
     'source/gf2_config.c',
     'source/gf2_handles.c',
@@ -104,6 +107,7 @@ UNIT_TESTS = [
     'test_hold',
     'test_pfbook',
     'test_wqueue',
+    'test_readplan',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

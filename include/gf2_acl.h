@@ -1,6 +1,8 @@
 /*
  * glusterfs2: POSIX ACLs through Gluster's ACL xattrs (source/gf2_acl.c).
  * Included only by files built against smbd's headers.
+ *
+ * Layer: glue.
  */
 
 #ifndef GF2_ACL_H

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the Linux POSIX ACL extended attribute format.
  *
+ * Layer: core.
+ *
  * Pure code: bytes in, entries out (and back).  No Samba, gfapi or
  * allocation; unit-tested alone (test/unit/test_acl_xattr.c).  The VFS
  * glue (source/gf2_acl.c) converts entries to and from smbd's SMB_ACL_T.

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bridge between libgfapi and smbd's tevent loop.
  *
+ * Layer: bridge.
+ *
  * The lowest layer of the module: glfs instances shared per process
  * (gf2_volume.c), handles and asynchronous calls completed into tevent
  * (gf2_async.c), and Gluster's upcall queue (gf2_upcall.c).  It knows
@@ -159,12 +161,10 @@ struct gf2_io *gf2_io_new(struct tevent_context *ev,
 int gf2_io_submit(struct gf2_io *io, const void *wdata, size_t len,
 		  off_t offset);
 
-/* Whole reads, writes and fsyncs as tevent requests. */
-struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
-				  struct tevent_context *ev,
-				  struct gf2_fh *fh,
-				  void *data, size_t n, off_t offset);
-/* The same, made as `as` (captured earlier) rather than as smbd is now. */
+/*
+ * Whole reads, writes and fsyncs as tevent requests.  A read is made as
+ * `as` (captured when its request came in) rather than as smbd is now.
+ */
 struct tevent_req *gf2_pread_send_as(TALLOC_CTX *mem_ctx,
 				     struct tevent_context *ev,
 				     struct gf2_fh *fh,
@@ -206,5 +206,7 @@ int gf2_fsync_recv(struct tevent_req *req,
 bool gf2_upcall_register(struct gf2_volume *vol);
 void gf2_upcall_unregister(struct gf2_volume *vol);
 unsigned gf2_upcall_take(uint64_t inos[GF2_UPCALL_QUEUE], bool *all);
+/* Events the main loop took so far in this process (for logs). */
+uint64_t gf2_upcall_count(void);
 
 #endif /* GF2_BRIDGE_H */

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the one entry point over both caches (gf2_cache.c).
  *
+ * Layer: caches.
+ *
  * The VFS glue calls gf2_cache_sync at every entry that may answer from
  * a cache: it takes Gluster's pending upcall events and drops what the
  * data cache (prefetch) and the metadata cache hold of the changed

@@ -4,6 +4,8 @@
  * instead of testing SMB_VFS_INTERFACE_VERSION itself.  Include it after
  * "includes.h" and "smbd/smbd.h".
  *
+ * Layer: bridge.
+ *
  * The VFS interface versions this source is written for; wscript refuses
  * a Samba tree outside them.  47 (4.17), 50 (4.22), 52 (4.24) and 53
  * (4.25) are built and tested against their smbd; 49 (4.19-4.21) and 51

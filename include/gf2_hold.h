@@ -1,6 +1,8 @@
 /*
  * glusterfs2: deferred release of what Gluster may still hold.
  *
+ * Layer: core.
+ *
  * A glfs instance or a file handle has users (tree connects; smbd's open
  * handle) and asynchronous calls in flight.  gfapi drops the completion
  * of a call whose glfs_fd was closed, and glfs_fini frees what callbacks

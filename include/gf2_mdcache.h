@@ -4,6 +4,8 @@
  * listing's parallel batch), so that the calls smbd makes for every entry
  * right after a listing are answered without a Gluster call.
  *
+ * Layer: core.
+ *
  * Pure bookkeeping (talloc and libc only), unit-tested alone
  * (test/unit/test_mdcache.c).  The module decides what goes in and when
  * to drop it; the rules are in source/gf2_meta.c and docs/design.md

@@ -3,6 +3,8 @@
  * values and xattr name lists kept after listings and after this
  * process's own calls, with their coherence rules and lifetime.
  *
+ * Layer: caches.
+ *
  * Above the bridge; the pure bookkeeping of stats and values is
  * gf2_mdcache.c.  Paths are absolute paths inside the volume of fs.
  */

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: server-side copy, FSCTL_SRV_COPYCHUNK (source/gf2_offload.c).
  * Included only by files built against smbd's headers.
+ *
+ * Layer: glue.
  */
 
 #ifndef GF2_OFFLOAD_H

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: option parsing without any Samba or gfapi dependency.
  *
+ * Layer: core.
+ *
  * Everything here is pure: strings in, values or a readable error out.
  * The VFS glue logs the error and falls back to the documented default
  * (or refuses the tree connect where no safe default exists).

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bookkeeping of prefetched data.
  *
+ * Layer: core.
+ *
  * Pure bookkeeping (talloc and libc only, no I/O), unit-tested alone
  * (test/unit/test_pfbook.c).  source/gf2_prefetch.c is the other half:
  * it decides what to read ahead, issues the reads through gfapi, keeps
@@ -152,24 +154,5 @@ enum gf2_pfb_serve {
  */
 enum gf2_pfb_serve gf2_pfb_serve(struct gf2_pfb_file *f, uint8_t *data,
 				 uint64_t off, uint64_t n, uint64_t *got);
-
-/*
- * The size of the pieces a direct read of n bytes goes to Gluster in,
- * n itself for one piece.  gfapi receives each reply into a buffer of the
- * read's size: up to 128 KiB from buffers it keeps and reuses; larger
- * ones from small arenas (two 1 MiB buffers each) that it maps when they
- * are taken and unmaps when they are free again, so that several large
- * replies in flight fault in fresh pages for every reply.  A read of at
- * most chunk bytes is one piece; a larger one of at most
- * GF2_PFB_WHOLE_MAX is one piece while fewer than GF2_PFB_WHOLE_ARENA
- * such reads are in flight (whole_in_flight), else pieces of chunk
- * bytes; a larger one still is always in pieces.  (Measured, 1 MiB reads:
- * with one at a time whole costs a ninth of the calls and less brick CPU;
- * allowing two whole at a time kept 4 in flight as costly as all whole.)
- */
-#define GF2_PFB_WHOLE_MAX (1024 * 1024)
-#define GF2_PFB_WHOLE_ARENA 1
-uint64_t gf2_pfb_direct_piece(uint64_t n, uint64_t chunk,
-			      unsigned whole_in_flight);
 
 #endif /* GF2_PFBOOK_H */

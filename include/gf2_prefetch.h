@@ -1,9 +1,14 @@
 /*
  * glusterfs2: the data cache: sequential-read prefetch (gf2_prefetch.c).
  *
- * Above the bridge: reads ahead with gf2_io calls, keeps the data per
- * file and process, serves later reads by copy.  The readahead state
- * machine (gf2_readahead.c) decides what to read.
+ * Layer: caches.
+ *
+ * Keeps data and answers: the read engine (gf2_read.c) shows it every
+ * read it routes here; it reads ahead what the readahead state machine
+ * (gf2_readahead.c) asks for, with the bridge's gf2_io calls, keeps the
+ * data per file and process, and answers whether a read is served from
+ * memory, must wait for a chunk in flight, or must go to Gluster.  It
+ * sends no read of a client itself.
  */
 
 #ifndef GF2_PREFETCH_H
@@ -11,6 +16,15 @@
 
 #include "gf2_bridge.h"
 #include "gf2_readahead.h"
+#include "gf2_pfbook.h"
+
+/*
+ * Prefetch reads Gluster in chunks below 128 KiB: gfapi takes reply
+ * buffers up to that size from malloc and reuses them, larger ones fault
+ * in fresh pages on every reply.  Reads sent to Gluster directly go in
+ * pieces of the same size (gf2_readplan.h).
+ */
+#define GF2_PF_CHUNK (124 * 1024)
 
 struct file_id;
 
@@ -21,25 +35,6 @@ struct gf2_pf_config {
 	uint64_t max_age_ms;
 	struct gf2_ra_config ra;
 };
-
-/* Per smbd process. */
-struct gf2_pf_stats {
-	uint64_t used;		/* bytes held, in flight or ready */
-	uint64_t wc_used;	/* of used: the write cache's */
-	uint64_t peak;		/* the most used has been */
-	uint64_t issued;	/* bytes asked from Gluster */
-	uint64_t completed;	/* bytes that arrived */
-	uint64_t served;	/* bytes served to reads from memory */
-	uint64_t wasted;	/* bytes dropped unread */
-	uint64_t expired;	/* bytes dropped for age */
-	uint64_t invalidated;	/* bytes dropped for writes */
-	uint64_t hits;		/* reads served at once from memory */
-	uint64_t waits;		/* reads that waited for a prefetch */
-	uint64_t misses;	/* reads sent to Gluster directly */
-	uint64_t upcalls;	/* invalidation events from Gluster */
-};
-
-extern struct gf2_pf_stats gf2_pf_stats;
 
 void gf2_pf_set_cap(uint64_t cap);
 /*
@@ -68,15 +63,32 @@ void gf2_pf_invalidate_inode(uint64_t ino, bool all);
  */
 void gf2_pf_write_begin(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 void gf2_pf_write_end(struct gf2_pf_file *pf);
-/* pf NULL: read straight from Gluster. */
-struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
-				    struct tevent_context *ev,
-				    struct gf2_fh *fh,
-				    struct gf2_pf_file *pf,
-				    const struct gf2_pf_config *cfg,
-				    void *data, size_t n, off_t offset,
-				    uint64_t file_size);
-ssize_t gf2_pf_read_recv(struct tevent_req *req,
-			 struct vfs_aio_state *aio_state);
+/*
+ * A read of [off, off + n) of pf's file (file_size: its size as smbd
+ * knows it): the readahead state machine sees it and the window it asks
+ * for is read ahead (as smbd's current identity, unless a write of the
+ * file is in flight); then SERVED (*got bytes copied into data), WAIT (a
+ * chunk it needs is in flight: gf2_pf_wait) or MISS (to Gluster).
+ */
+enum gf2_pfb_serve gf2_pf_answer(struct gf2_pf_file *pf,
+				 const struct gf2_pf_config *cfg,
+				 struct tevent_context *ev, struct gf2_fh *fh,
+				 uint8_t *data, uint64_t off, uint64_t n,
+				 uint64_t file_size, uint64_t *got);
+/*
+ * The read of [off, off + n) waits for the chunks in flight it needs:
+ * fn(arg, r, got) is called once, when a completion or an invalidation
+ * lets it be served (SERVED, got bytes copied into data) or sends it to
+ * Gluster (MISS); the waiter is unlinked by then.  A talloc child of
+ * mem_ctx; freed earlier, it is unlinked and never called.  NULL: no
+ * memory.
+ */
+struct gf2_pf_waiter;
+struct gf2_pf_waiter *gf2_pf_wait(TALLOC_CTX *mem_ctx,
+				  struct gf2_pf_file *pf, uint8_t *data,
+				  uint64_t off, uint64_t n,
+				  void (*fn)(void *arg, enum gf2_pfb_serve r,
+					     uint64_t got),
+				  void *arg);
 
 #endif /* GF2_PREFETCH_H */

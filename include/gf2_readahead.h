@@ -1,6 +1,8 @@
 /*
  * glusterfs2: sequential-read detection and readahead window sizing.
  *
+ * Layer: core.
+ *
  * Pure logic: offsets in, decisions out.  No Samba, gfapi or allocation;
  * unit-tested alone (test/unit/test_readahead.c).
  *

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: per-share counters for admins (gf2_stats.c), read with
  * tools/glusterfs2-stats.  Counted in smbd's main thread only.
+ *
+ * Layer: bridge.
  */
 
 #ifndef GF2_STATS_H

@@ -2,6 +2,8 @@
  * glusterfs2: declarations shared by the files of the VFS glue (the top
  * layer): per-connection and per-handle state, paths, the configuration,
  * and the VFS operations the function table in vfs_glusterfs2.c names.
+ *
+ * Layer: glue.
  */
 
 #ifndef GF2_VFS_H
@@ -13,6 +15,7 @@
 #include "gf2_meta.h"
 #include "gf2_cache.h"
 #include "gf2_wcache.h"
+#include "gf2_read.h"
 
 #define GF2_MODULE_NAME "glusterfs2"
 
@@ -111,13 +114,13 @@ void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
 			       const struct files_struct *fsp,
 			       struct gf2_handle *h);
 
-/*
- * Everything this process acknowledged of fsp's file is on the bricks
- * (gf2_dataops.c): before anything that reads or changes it otherwise.
- * 0, or -1 with errno ETIMEDOUT (see gf2_wc_drain_file_sync).
- */
-int gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
-		    const struct files_struct *fsp);
+/* The name of the volume behind handle, or NULL. */
+static inline const char *gf2_volname(struct vfs_handle_struct *handle)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+
+	return c != NULL ? c->vol->volname : NULL;
+}
 
 /* Configuration (gf2_config.c). */
 struct gf2_share_config {

@@ -2,6 +2,8 @@
  * glusterfs2: the write cache (cache layer): writes acknowledged once
  * queued while the handle holds a write-caching lease or oplock.
  *
+ * Layer: caches.
+ *
  * The glue decides whether a write may be cached (the lease state, the
  * option) and calls the sync points; this file keeps the queue's buffers,
  * sends them with the bridge's asynchronous writes, waits for them, and
@@ -107,7 +109,5 @@ int gf2_wc_file_error(const char *volname, uint64_t ino);
  * (smbd then retries the open).
  */
 int gf2_wc_open_check(const char *volname, uint64_t ino);
-
-bool gf2_wc_idle(const struct gf2_wc *wc);
 
 #endif /* GF2_WCACHE_H */

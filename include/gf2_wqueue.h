@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the rules of the write queue of one handle (pure core).
  *
+ * Layer: core.
+ *
  * While a handle holds a write-caching lease or oplock, its writes are
  * acknowledged once queued.  Sequential writes are gathered into one
  * buffer (up to merge_max, or one write's length if larger); gathered

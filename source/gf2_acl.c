@@ -1,6 +1,8 @@
 /*
  * glusterfs2: POSIX ACLs through Gluster's ACL xattrs.
  *
+ * Layer: glue.
+ *
  * Gluster keeps a file's POSIX ACLs in the xattrs system.posix_acl_access
  * and system.posix_acl_default (its access-control translator enforces
  * them on the bricks, and the bricks' file systems store them).  smbd

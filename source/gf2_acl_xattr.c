@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the Linux POSIX ACL xattr format (pure C).
  * See include/gf2_acl_xattr.h for the layout and the validity rules.
+ *
+ * Layer: core.
  */
 
 #include "gf2_acl_xattr.h"

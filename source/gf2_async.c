@@ -2,6 +2,8 @@
  * glusterfs2: the asynchronous bridge between libgfapi and smbd's tevent
  * loop.
  *
+ * Layer: bridge.
+ *
  * smbd's main thread submits reads, writes and fsyncs with gfapi's own
  * asynchronous calls (no thread pool of ours).  Gluster completes them in
  * one of its event threads; that thread only stores the result in the
@@ -633,15 +635,6 @@ static ssize_t gf2_rw_recv(struct tevent_req *req,
 	ret = state->ret;
 	tevent_req_received(req);
 	return ret;
-}
-
-struct tevent_req *gf2_pread_send(TALLOC_CTX *mem_ctx,
-				  struct tevent_context *ev,
-				  struct gf2_fh *fh,
-				  void *data, size_t n, off_t offset)
-{
-	return gf2_rw_send(mem_ctx, ev, fh, GF2_IO_READ, data, NULL, n,
-			   offset, NULL, NULL, NULL);
 }
 
 struct tevent_req *gf2_pread_send_as(TALLOC_CTX *mem_ctx,

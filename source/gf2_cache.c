@@ -1,5 +1,7 @@
 /*
  * glusterfs2: the one entry point over both caches (see gf2_cache.h).
+ *
+ * Layer: caches.
  */
 
 #include "includes.h"
@@ -87,7 +89,6 @@ void gf2_cache_sync(void)
 	if (n == 0 && !all) {
 		return;
 	}
-	gf2_pf_stats.upcalls += n + (all ? 1 : 0);
 	if (all) {
 		DBG_INFO("upcall queue overflow: dropping everything kept\n");
 		gf2_cache_invalidate_inode(0, true);

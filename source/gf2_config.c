@@ -2,6 +2,8 @@
  * glusterfs2: per-share configuration, read and validated once per tree
  * connect.
  *
+ * Layer: glue.
+ *
  * The options with a safe default come from the table of gf2_options.c:
  * a bad value is logged with the share, the option and the reason, and
  * the default is used.  The volume and its volfile servers have no safe

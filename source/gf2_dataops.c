@@ -2,9 +2,12 @@
  * glusterfs2: data operations: reads, writes, fsync, truncate, allocation
  * and byte-range locks.
  *
- * Reads go through the data cache (gf2_prefetch.c), which serves them
- * from prefetched data or sends them to Gluster.  Every change of a
- * file's data is bracketed by gf2_change_begin/end: the overlapping
+ * Layer: glue.
+ *
+ * Reads are handed to the read engine (gf2_read.c), which settles them,
+ * lets prefetch answer them or sends them to Gluster.  Writes and fsyncs
+ * go to the write cache (gf2_wcache.c) or to the bridge from here.  Every
+ * change of a file's data is bracketed by gf2_change_begin/end: the overlapping
  * prefetched data is dropped and prefetching paused until the change is
  * on the bricks, and the file's kept stat is dropped.
  */
@@ -17,20 +20,6 @@
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
-
-/*
- * The handle holds a read-caching oplock or lease.  oplock_type is a bit
- * set: a batch oplock is BATCH_OPLOCK|EXCLUSIVE_OPLOCK.
- */
-static bool gf2_read_caching(const struct files_struct *fsp)
-{
-	if (fsp->oplock_type == LEASE_OPLOCK) {
-		return fsp->lease != NULL &&
-		       (fsp->lease->lease.lease_state & SMB2_LEASE_READ);
-	}
-	return EXCLUSIVE_OPLOCK_TYPE(fsp->oplock_type) ||
-	       LEVEL_II_OPLOCK_TYPE(fsp->oplock_type);
-}
 
 /*
  * The handle holds a write-caching lease or an exclusive or batch oplock,
@@ -50,24 +39,6 @@ static bool gf2_write_caching(const struct files_struct *fsp)
 		return fsp->sent_oplock_break == NO_BREAK_SENT;
 	}
 	return false;
-}
-
-int gf2_wc_sync_fsp(struct vfs_handle_struct *handle,
-		    const struct files_struct *fsp)
-{
-	struct gf2_conn *c = gf2_conn_of(handle);
-	int err;
-
-	if (c == NULL || fsp == NULL || fsp->fsp_name == NULL) {
-		return 0;
-	}
-	err = gf2_wc_drain_file_sync(c->vol->volname,
-				     fsp->fsp_name->st.st_ex_ino);
-	if (err != 0) {
-		errno = err;
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -123,15 +94,12 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 		  void *data, size_t n, off_t offset)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
-	ssize_t ret;
 
-	if (fd == NULL || gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (fd == NULL) {
 		return -1;
 	}
-	GF2_START_PROFILE_BYTES(handle, syscall_pread, n);
-	ret = glfs_pread(fd, data, n, offset, 0, NULL);
-	GF2_END_PROFILE_BYTES(syscall_pread);
-	return ret;
+	return gf2_read_sync(handle, fsp, fd, gf2_volname(handle), data, n,
+			     offset);
 }
 
 /*
@@ -166,7 +134,7 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 		return -1;
 	}
 	/* queued bytes first: an append goes after them */
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
 	offset = gf2_write_offset(fsp, fd, offset);
@@ -179,145 +147,6 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	return ret;
 }
 
-/* A read through the data cache, sent now. */
-static struct tevent_req *gf2_read_send(struct vfs_handle_struct *handle,
-					TALLOC_CTX *mem_ctx,
-					struct tevent_context *ev,
-					struct files_struct *fsp,
-					void *data, size_t n, off_t offset)
-{
-	struct gf2_conn *c = gf2_conn_of(handle);
-	struct gf2_handle *h = gf2_handle_of(handle, fsp);
-	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
-
-	if (pf != NULL && c->pf->strict && !gf2_read_caching(fsp)) {
-		/*
-		 * Strict mode without a read lease or oplock: nothing
-		 * prefetched may be served, and nothing is read ahead.
-		 */
-		gf2_pf_invalidate(pf, 0, 0);
-		pf = NULL;
-	}
-	if (pf != NULL) {
-		gf2_cache_sync();
-	}
-	return gf2_pf_read_send(mem_ctx, ev, h != NULL ? h->fh : NULL, pf,
-				c->pf, data, n, offset,
-				fsp->fsp_name->st.st_ex_size);
-}
-
-/*
- * A read of a file this process acknowledged writes of that are not yet
- * on the bricks: first wait for them (gf2_wc_settle_send, without
- * blocking the main loop), then read.  smbd keeps fsp until the request
- * is done (it is registered with the fsp).
- */
-struct gf2_settled_read_state {
-	struct vfs_handle_struct *handle;
-	struct tevent_context *ev;
-	struct files_struct *fsp;
-	void *data;
-	size_t n;
-	off_t offset;
-	struct gf2_ident as;	/* the read is sent from a completion */
-	ssize_t ret;
-	struct vfs_aio_state aio_state;
-};
-
-static void gf2_settled_read_settled(struct tevent_req *subreq);
-static void gf2_settled_read_done(struct tevent_req *subreq);
-
-static struct tevent_req *gf2_settled_read_send(
-	struct vfs_handle_struct *handle, TALLOC_CTX *mem_ctx,
-	struct tevent_context *ev, struct files_struct *fsp, void *data,
-	size_t n, off_t offset)
-{
-	struct gf2_conn *c = gf2_conn_of(handle);
-	struct tevent_req *req = NULL;
-	struct tevent_req *subreq = NULL;
-	struct gf2_settled_read_state *state = NULL;
-
-	req = tevent_req_create(mem_ctx, &state,
-				struct gf2_settled_read_state);
-	if (req == NULL) {
-		return NULL;
-	}
-	*state = (struct gf2_settled_read_state) {
-		.handle = handle, .ev = ev, .fsp = fsp, .data = data,
-		.n = n, .offset = offset, .ret = -1,
-	};
-	if (!gf2_ident_capture(state, &state->as)) {
-		tevent_req_oom(req);
-		return tevent_req_post(req, ev);
-	}
-	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
-				    fsp->fsp_name->st.st_ex_ino);
-	if (tevent_req_nomem(subreq, req)) {
-		return tevent_req_post(req, ev);
-	}
-	tevent_req_set_callback(subreq, gf2_settled_read_settled, req);
-	return req;
-}
-
-static void gf2_settled_read_settled(struct tevent_req *subreq)
-{
-	struct tevent_req *req = tevent_req_callback_data(subreq,
-							  struct tevent_req);
-	struct gf2_settled_read_state *state = tevent_req_data(
-		req, struct gf2_settled_read_state);
-	int err = gf2_wc_settle_recv(subreq);
-	bool switched;
-
-	TALLOC_FREE(subreq);
-	if (tevent_req_error(req, err)) {
-		return;
-	}
-	switched = gf2_ident_enter(&state->as);
-	subreq = gf2_read_send(state->handle, state, state->ev, state->fsp,
-			       state->data, state->n, state->offset);
-	if (switched) {
-		gf2_ident_leave();
-	}
-	if (tevent_req_nomem(subreq, req)) {
-		return;
-	}
-	tevent_req_set_callback(subreq, gf2_settled_read_done, req);
-}
-
-static void gf2_settled_read_done(struct tevent_req *subreq)
-{
-	struct tevent_req *req = tevent_req_callback_data(subreq,
-							  struct tevent_req);
-	struct gf2_settled_read_state *state = tevent_req_data(
-		req, struct gf2_settled_read_state);
-
-	state->ret = gf2_pf_read_recv(subreq, &state->aio_state);
-	TALLOC_FREE(subreq);
-	if (state->ret < 0) {
-		tevent_req_error(req, state->aio_state.error);
-		return;
-	}
-	tevent_req_done(req);
-}
-
-static ssize_t gf2_settled_read_recv(struct tevent_req *req,
-				     struct vfs_aio_state *aio_state)
-{
-	struct gf2_settled_read_state *state = tevent_req_data(
-		req, struct gf2_settled_read_state);
-	ssize_t ret = -1;
-	int err;
-
-	if (tevent_req_is_unix_error(req, &err)) {
-		aio_state->error = err;
-	} else {
-		*aio_state = state->aio_state;
-		ret = state->ret;
-	}
-	tevent_req_received(req);
-	return ret;
-}
-
 struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 				     TALLOC_CTX *mem_ctx,
 				     struct tevent_context *ev,
@@ -325,23 +154,21 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 				     void *data, size_t n, off_t offset)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
+	struct gf2_read_file f = {
+		.fh = h != NULL ? h->fh : NULL,
+		.pf = gf2_handle_pf(c, fsp, h),
+		.cfg = c->pf,
+		.volname = c->vol->volname,
+	};
 
-	if (c != NULL && fsp->fsp_name != NULL &&
-	    gf2_wc_file_busy(c->vol->volname, fsp->fsp_name->st.st_ex_ino)) {
-		return gf2_settled_read_send(handle, mem_ctx, ev, fsp, data, n,
-					     offset);
-	}
-	return gf2_read_send(handle, mem_ctx, ev, fsp, data, n, offset);
+	return gf2_read_send(mem_ctx, ev, fsp, &f, data, n, offset);
 }
 
 ssize_t gf2_pread_recv_fn(struct tevent_req *req,
 			  struct vfs_aio_state *aio_state)
 {
-	if (talloc_check_name(_tevent_req_data(req),
-			      "struct gf2_settled_read_state") != NULL) {
-		return gf2_settled_read_recv(req, aio_state);
-	}
-	return gf2_pf_read_recv(req, aio_state);
+	return gf2_read_recv(req, aio_state);
 }
 
 struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
@@ -363,7 +190,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 		 * queued bytes first: an append goes after them (if the
 		 * wait gave up, what was sent already is still ahead)
 		 */
-		(void)gf2_wc_sync_fsp(handle, fsp);
+		(void)gf2_settle_sync(gf2_volname(handle), fsp);
 		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
 	}
 	pf = gf2_change_begin(handle, fsp, h, offset, n);
@@ -605,7 +432,7 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
@@ -634,7 +461,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		errno = ENOTSUP;
 		return -1;
 	}
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
 	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
@@ -659,7 +486,7 @@ bool gf2_lock(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return false;
 	}
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return false;
 	}
 	GF2_START_PROFILE(handle, syscall_fcntl_lock);

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: directory streams.
  *
+ * Layer: glue.
+ *
  * Directory listings open a stream with glfs_opendir and close it in
  * closedir, so the bricks release every descriptor they hand out (a
  * directory opened through glfs_open is never released by the posix

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: handles and paths.
  *
+ * Layer: glue.
+ *
  * Paths.  Every Gluster call is made with an absolute path inside the
  * volume (or with a glfs_fd): relative names from smbd are resolved
  * against the working directory this module tracks for the tree connect

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: deferred release of what Gluster may still hold (see
  * gf2_hold.h).
+ *
+ * Layer: core.
  */
 
 #include <assert.h>

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: metadata kept after a listing; see include/gf2_mdcache.h.
  *
+ * Layer: core.
+ *
  * A hash table of paths (chained) and a list of the entries in the order
  * they were last filled, oldest first: the oldest is dropped when the
  * table is full.  Expired items are dropped when they are asked for.

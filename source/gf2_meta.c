@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the metadata cache.
  *
+ * Layer: caches.
+ *
  * What is kept, per smbd process, so that the calls smbd makes for every
  * entry right after a listing (and at every open and create) need no
  * Gluster round trip:

@@ -2,6 +2,8 @@
  * glusterfs2: metadata operations: the file system, names, stats,
  * ownership, modes, times and extended attributes.
  *
+ * Layer: glue.
+ *
  * Every change drops what the metadata cache keeps of what it changes
  * before it is sent (gf2_meta.c states the rules); answers that smbd
  * reads everywhere are kept when this process reads or writes them.
@@ -177,7 +179,7 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 	struct stat st;
 	int ret;
 
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
 	GF2_START_PROFILE(handle, syscall_fstat);
@@ -356,7 +358,7 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 	 * client gave again after each write of the handle (Samba 4.23 and
 	 * later) and at the close.
 	 */
-	if (gf2_wc_sync_fsp(handle, fsp) != 0) {
+	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
 	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: server-side copy (FSCTL_SRV_COPYCHUNK and _WRITE).
  *
+ * Layer: glue.
+ *
  * Samba's default VFS copies a chunk with copy_file_range(2) on the two
  * kernel descriptors of the handles.  A Gluster handle has none (smbd
  * holds a placeholder descriptor), so that call fails with EBADF and the

@@ -1,5 +1,7 @@
 /*
  * glusterfs2: option parsing (pure C, unit-tested in test/unit).
+ *
+ * Layer: core.
  */
 
 #include "gf2_options.h"

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the bookkeeping of prefetched data; see include/gf2_pfbook.h.
  *
+ * Layer: core.
+ *
  * A file's chunks sit on a list in issue order and are found by walking
  * it: a file holds a few windows' worth of chunks at most.  A chunk on a
  * file's list is never an orphan; an orphan is on no list and only its
@@ -432,19 +434,4 @@ enum gf2_pfb_serve gf2_pfb_serve(struct gf2_pfb_file *f, uint8_t *data,
 		}
 	}
 	return GF2_PFB_SERVED;
-}
-
-uint64_t gf2_pfb_direct_piece(uint64_t n, uint64_t chunk,
-			      unsigned whole_in_flight)
-{
-	if (n == 0) {
-		return 1;
-	}
-	if (n <= chunk) {
-		return n;
-	}
-	if (n <= GF2_PFB_WHOLE_MAX && whole_in_flight < GF2_PFB_WHOLE_ARENA) {
-		return n;
-	}
-	return chunk;
 }

@@ -1,17 +1,23 @@
 /*
- * glusterfs2: prefetch buffers.
+ * glusterfs2: the data cache: prefetch buffers (see gf2_prefetch.h).
+ *
+ * Layer: caches.
  *
  * The readahead state machine (gf2_readahead.c) decides what to read
  * ahead; this file reads it: chunks of at most GF2_PF_CHUNK bytes read
- * with gfapi's asynchronous reads, kept per file and served to later reads
- * by copy.
+ * with the bridge's asynchronous reads, kept per file and served to later
+ * reads by copy.  It keeps data and answers: every read of a client comes
+ * from the read engine (gf2_read.c), which routes it here
+ * (gf2_pf_answer), waits here when told to (gf2_pf_wait), and sends it to
+ * Gluster itself when prefetch has not got it.
  *
  * Per file, not per handle: every handle of a file in this smbd process
- * shares one gf2_pf_file (keyed by smbd's file_id), so a write, truncate or
- * fallocate through any of them drops the overlapping prefetched data
+ * shares one gf2_pf_file (keyed by smbd's file_id), so a write, truncate
+ * or fallocate through any of them drops the overlapping prefetched data
  * before it is sent (a handle of a share without prefetch takes the
- * file's state only where another share made one, gf2_pf_file_find), and a prefetch read that was in flight while the file
- * was written is thrown away when it lands (write generation).
+ * file's state only where another share made one, gf2_pf_file_find), and
+ * a prefetch read that was in flight while the file was written is thrown
+ * away when it lands (write generation).
  *
  * Memory: every chunk, in flight or ready, is counted against one cap per
  * smbd process (glusterfs2:prefetch max memory).  A window is cut to what
@@ -21,19 +27,19 @@
  * or NFS clients):
  *   - always: when the volume has features.cache-invalidation on, Gluster's
  *     upcall events drop the data of a file changed elsewhere before the
- *     next read is served (gf2_upcall.c);
+ *     next read is served (gf2_upcall.c, gf2_cache_sync);
  *   - mode "age" (default): a chunk whose read was sent to Gluster more
  *     than "prefetch max age" milliseconds ago is never served, so a reader
  *     sees any change that completed at least that long before its read.
- *   - mode "strict": prefetched data is read and served only while the
- *     handle holds a read-caching oplock or lease, that is while the client
- *     itself is allowed to cache the file.  Without one, reads go straight
- *     to Gluster.
+ *   - mode "strict": the read engine routes a read here only while the
+ *     handle holds a read-caching oplock or lease (gf2_rp_route); without
+ *     one, the file's prefetched data is dropped and the read goes to
+ *     Gluster.
  *
  * The chunks themselves - where they are cut, whether a read can be
  * served, invalidation, expiry, memory - are kept by the pure book
- * (gf2_pfbook.c); this file issues their reads through gfapi, reports
- * every event to the book and keeps the reads that wait.
+ * (gf2_pfbook.c); this file issues their reads through the bridge,
+ * reports every event to the book and keeps the reads that wait.
  *
  * Ownership: the book (one per process, never freed) owns files' chunks.
  * A chunk's gf2_io (NULL context) owns the read buffer while Gluster owns
@@ -42,28 +48,17 @@
  * its read is in flight (its file went away, or a write overlapped it) is
  * orphaned by the book, and that completion report frees it; the reads
  * waiting on it were woken when it was orphaned (gf2_pf_invalidate).
- * Reads waiting for a chunk are tevent requests on the file's waiter
- * list; their destructor unlinks them.
+ * Reads waiting for a chunk are waiters on the file's list, owned by the
+ * engine's read request; their destructor unlinks them.
  */
 
 #include "includes.h"
 #include "smbd/smbd.h"
-#include "smbprofile.h"
-#include "gf2_compat.h"
-#include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_prefetch.h"
-#include "gf2_pfbook.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
-
-/*
- * Prefetch reads Gluster in chunks below 128 KiB: gfapi takes reply
- * buffers up to that size from malloc and reuses them, larger ones fault
- * in fresh pages on every reply.
- */
-#define GF2_PF_CHUNK (124 * 1024)
 
 struct gf2_pf_waiter;
 
@@ -78,7 +73,8 @@ struct gf2_pf_file {
 
 static struct gf2_pf_file *gf2_pf_files;
 static struct gf2_pfb *gf2_pf_bk;
-struct gf2_pf_stats gf2_pf_stats;
+/* reads served at once, that waited for a prefetch, that missed */
+static uint64_t gf2_pf_hits, gf2_pf_waits, gf2_pf_misses;
 
 /* A chunk freed unread: count it for the share that read it ahead. */
 static void gf2_pf_unused(void *owner, uint64_t bytes)
@@ -102,23 +98,14 @@ static struct gf2_pfb *gf2_pf_book(void)
 }
 
 /*
- * gf2_pf_stats shows the book's counters: copied after every change, and
- * what the budget holds goes to the counters of the shares (gf2_stats.c).
+ * What the budget holds goes to the counters of the shares (gf2_stats.c)
+ * after every change of it.
  */
 static void gf2_pf_sync_stats(void)
 {
 	const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
 
 	gf2_stats_mem(s->used, s->wc_used, s->peak);
-	gf2_pf_stats.used = s->used;
-	gf2_pf_stats.wc_used = s->wc_used;
-	gf2_pf_stats.peak = s->peak;
-	gf2_pf_stats.issued = s->issued;
-	gf2_pf_stats.completed = s->completed;
-	gf2_pf_stats.served = s->served;
-	gf2_pf_stats.wasted = s->wasted;
-	gf2_pf_stats.expired = s->expired;
-	gf2_pf_stats.invalidated = s->invalidated;
 }
 
 void gf2_pf_set_cap(uint64_t cap)
@@ -200,16 +187,19 @@ void gf2_pf_file_put(struct gf2_pf_file *pf)
 	}
 	/* No handle left, so no reads and no waiters. */
 	SMB_ASSERT(pf->waiters == NULL);
-	DBG_INFO("prefetch totals: issued %" PRIu64 ", arrived %" PRIu64
-		 ", served %" PRIu64 ", wasted %" PRIu64 ", expired %" PRIu64
-		 ", invalidated %" PRIu64 " (%" PRIu64 " upcalls), held %" PRIu64
-		 "; reads: %" PRIu64 " hits, %" PRIu64 " waits, %" PRIu64
-		 " misses\n",
-		 gf2_pf_stats.issued, gf2_pf_stats.completed,
-		 gf2_pf_stats.served, gf2_pf_stats.wasted,
-		 gf2_pf_stats.expired, gf2_pf_stats.invalidated,
-		 gf2_pf_stats.upcalls, gf2_pf_stats.used, gf2_pf_stats.hits, gf2_pf_stats.waits,
-		 gf2_pf_stats.misses);
+	if (DEBUGLVL(DBGLVL_INFO)) {
+		const struct gf2_pfb_stats *s = gf2_pfb_stats(gf2_pf_bk);
+
+		DBG_INFO("prefetch totals: issued %" PRIu64 ", arrived %"
+			 PRIu64 ", served %" PRIu64 ", wasted %" PRIu64
+			 ", expired %" PRIu64 ", invalidated %" PRIu64
+			 " (%" PRIu64 " upcalls), held %" PRIu64 "; reads: %"
+			 PRIu64 " hits, %" PRIu64 " waits, %" PRIu64
+			 " misses\n", s->issued, s->completed, s->served,
+			 s->wasted, s->expired, s->invalidated,
+			 gf2_upcall_count(), s->used, gf2_pf_hits,
+			 gf2_pf_waits, gf2_pf_misses);
+	}
 	/* Chunks still in flight are orphaned: their completion frees them. */
 	gf2_pfb_file_free(pf->bf);
 	pf->bf = NULL;
@@ -340,234 +330,68 @@ static enum gf2_pfb_serve gf2_pf_serve(struct gf2_pf_file *pf,
 	return r;
 }
 
-/* A read served from prefetch, waiting for prefetch, or read directly. */
+/* A read waiting for a chunk in flight (gf2_pf_wait). */
 struct gf2_pf_waiter {
 	struct gf2_pf_waiter *prev, *next;
-	struct tevent_req *req;
-};
-
-struct gf2_pf_read_state {
-	struct tevent_context *ev;
-	struct gf2_fh *fh;
-	struct gf2_pf_file *pf;
-	struct gf2_pf_waiter *waiter;
-	struct gf2_ident as;		/* the SMB request's identity */
+	struct gf2_pf_file *pf;	/* NULL once unlinked */
 	uint8_t *data;
-	uint64_t n;
 	uint64_t off;
-	ssize_t ret;
-	uint64_t piece;		/* direct: the size of each piece */
-	unsigned pieces;	/* direct: pieces in flight */
-	uint64_t *got;		/* direct: bytes each piece returned */
-	int error;		/* direct: the first piece's error */
-	struct vfs_aio_state aio_state;
-	struct timespec start;
-	GF2_PROFILE_ASYNC_STATE(profile_bytes);
+	uint64_t n;
+	void (*fn)(void *arg, enum gf2_pfb_serve r, uint64_t got);
+	void *arg;
 };
 
-static void gf2_pf_read_direct_done(struct tevent_req *subreq);
-
-static int gf2_pf_read_state_destructor(struct gf2_pf_read_state *state)
+static int gf2_pf_waiter_destructor(struct gf2_pf_waiter *w)
 {
-	if (state->waiter != NULL) {
-		DLIST_REMOVE(state->pf->waiters, state->waiter);
-		TALLOC_FREE(state->waiter);
+	if (w->pf != NULL) {
+		DLIST_REMOVE(w->pf->waiters, w);
+		w->pf = NULL;
 	}
 	return 0;
 }
 
-/* A read request finished: count it for the share. */
-static void gf2_pf_count(struct gf2_pf_read_state *state, uint64_t got,
-			 bool from_prefetch)
+struct gf2_pf_waiter *gf2_pf_wait(TALLOC_CTX *mem_ctx,
+				  struct gf2_pf_file *pf, uint8_t *data,
+				  uint64_t off, uint64_t n,
+				  void (*fn)(void *arg, enum gf2_pfb_serve r,
+					     uint64_t got),
+				  void *arg)
 {
-	struct gf2_stats *st = state->fh != NULL ? state->fh->st : NULL;
+	struct gf2_pf_waiter *w = talloc_zero(mem_ctx, struct gf2_pf_waiter);
 
-	if (st == NULL) {
-		return;
+	if (w == NULL) {
+		return NULL;
 	}
-	st->c.reads += 1;
-	st->c.read_bytes += got;
-	if (from_prefetch) {
-		st->c.read_bytes_prefetch += got;
-	} else {
-		st->c.read_bytes_gluster += got;
-	}
-	gf2_stats_changed(st);
-}
-
-static void gf2_pf_read_finish(struct tevent_req *req, uint64_t got)
-{
-	struct gf2_pf_read_state *state = tevent_req_data(
-		req, struct gf2_pf_read_state);
-	struct timespec end;
-
-	clock_gettime_mono(&end);
-	state->aio_state.duration = nsec_time_diff(&end, &state->start);
-	state->ret = got;
-	gf2_pf_count(state, got, true);
-	GF2_PROFILE_ASYNC_END(state->profile_bytes);
-	tevent_req_done(req);
+	*w = (struct gf2_pf_waiter) {
+		.pf = pf, .data = data, .off = off, .n = n, .fn = fn,
+		.arg = arg,
+	};
+	talloc_set_destructor(w, gf2_pf_waiter_destructor);
+	DLIST_ADD_END(pf->waiters, w);
+	return w;
 }
 
 /*
- * Direct reads of more than one chunk sent to Gluster whole and not yet
- * answered, in this process (gf2_pfb_direct_piece says why they are
- * counted).  Measured with test/bench/run --workloads seqread,leaseread
- * against the build that sent every read of up to 1 MiB whole: 1 MiB
- * reads under a lease, 4 or 16 in flight, 1.8-2.5 times less smbd CPU
- * per GiB (about 115,000 page faults per GiB before) and 1.07-1.68 times
- * the speed; one 1 MiB read at a time unchanged.
+ * Try again for every read waiting on this file: one that can be served
+ * now, or must go to Gluster, is unlinked and told.
  */
-static unsigned gf2_pf_whole_in_flight;
-
-struct gf2_pf_piece {
-	struct tevent_req *req;
-	unsigned idx;
-	bool whole;		/* counted in gf2_pf_whole_in_flight */
-};
-
-static int gf2_pf_piece_destructor(struct gf2_pf_piece *pc)
-{
-	if (pc->whole) {
-		SMB_ASSERT(gf2_pf_whole_in_flight > 0);
-		gf2_pf_whole_in_flight -= 1;
-	}
-	return 0;
-}
-
-static void gf2_pf_read_direct(struct tevent_req *req)
-{
-	struct gf2_pf_read_state *state = tevent_req_data(
-		req, struct gf2_pf_read_state);
-	unsigned n, i;
-
-	state->piece = gf2_pfb_direct_piece(state->n, GF2_PF_CHUNK,
-					    gf2_pf_whole_in_flight);
-	n = state->n == 0 ? 1 :
-		(unsigned)((state->n + state->piece - 1) / state->piece);
-	state->got = talloc_zero_array(state, uint64_t, n);
-	if (tevent_req_nomem(state->got, req)) {
-		return;
-	}
-	state->pieces = 0;
-	state->error = 0;
-	for (i = 0; i < n; i++) {
-		uint64_t at = (uint64_t)i * state->piece;
-		uint64_t len = MIN(state->n - at, state->piece);
-		struct gf2_pf_piece *pc = NULL;
-		struct tevent_req *subreq = NULL;
-
-		if (state->n == 0) {
-			len = 0;
-		}
-		/* a waiter's read is issued from a completion: made as its user */
-		subreq = gf2_pread_send_as(state, state->ev, state->fh,
-					   &state->as, state->data + at, len,
-					   state->off + at);
-		if (subreq == NULL) {
-			break;
-		}
-		pc = talloc_zero(subreq, struct gf2_pf_piece);
-		if (pc == NULL) {
-			TALLOC_FREE(subreq);
-			break;
-		}
-		pc->req = req;
-		pc->idx = i;
-		if (n == 1 && len > GF2_PF_CHUNK) {
-			pc->whole = true;
-			gf2_pf_whole_in_flight += 1;
-			talloc_set_destructor(pc, gf2_pf_piece_destructor);
-		}
-		tevent_req_set_callback(subreq, gf2_pf_read_direct_done, pc);
-		state->pieces += 1;
-	}
-	if (state->pieces == 0) {
-		tevent_req_oom(req);
-		return;
-	}
-	if (i < n) {
-		/* what was sent completes; the rest counts as failed */
-		state->error = ENOMEM;
-	}
-}
-
-static void gf2_pf_read_direct_done(struct tevent_req *subreq)
-{
-	struct gf2_pf_piece *pc = tevent_req_callback_data(
-		subreq, struct gf2_pf_piece);
-	struct tevent_req *req = pc->req;
-	struct gf2_pf_read_state *state = tevent_req_data(
-		req, struct gf2_pf_read_state);
-	struct vfs_aio_state aio_state = { 0 };
-	unsigned idx = pc->idx;
-	uint64_t total = 0;
-	unsigned i, n;
-	ssize_t ret;
-
-	ret = gf2_pread_recv(subreq, &aio_state);
-	TALLOC_FREE(subreq);	/* and pc */
-	if (ret < 0) {
-		if (state->error == 0) {
-			state->error = aio_state.error;
-		}
-	} else {
-		state->got[idx] = ret;
-	}
-	if (aio_state.duration > state->aio_state.duration) {
-		state->aio_state.duration = aio_state.duration;
-	}
-	state->pieces -= 1;
-	if (state->pieces > 0) {
-		return;
-	}
-	GF2_PROFILE_ASYNC_END(state->profile_bytes);
-	if (state->error != 0) {
-		tevent_req_error(req, state->error);
-		return;
-	}
-	/* the bytes up to the first short piece (end of file) */
-	n = talloc_array_length(state->got);
-	for (i = 0; i < n; i++) {
-		uint64_t want = MIN(state->n - (uint64_t)i * state->piece,
-				    state->piece);
-
-		total += state->got[i];
-		if (state->got[i] < want) {
-			break;
-		}
-	}
-	state->ret = total;
-	gf2_pf_count(state, total, false);
-	tevent_req_done(req);
-}
-
-/* Try again for every read waiting on this file. */
 static void gf2_pf_wake(struct gf2_pf_file *pf)
 {
 	struct gf2_pf_waiter *w = NULL;
 	struct gf2_pf_waiter *next = NULL;
 
 	for (w = pf->waiters; w != NULL; w = next) {
-		struct tevent_req *req = w->req;
-		struct gf2_pf_read_state *state = tevent_req_data(
-			req, struct gf2_pf_read_state);
 		enum gf2_pfb_serve r;
 		uint64_t got = 0;
 
 		next = w->next;
-		r = gf2_pf_serve(pf, state->data, state->off, state->n, &got);
+		r = gf2_pf_serve(pf, w->data, w->off, w->n, &got);
 		if (r == GF2_PFB_WAIT) {
 			continue;
 		}
 		DLIST_REMOVE(pf->waiters, w);
-		state->waiter = NULL;
-		TALLOC_FREE(w);
-		if (r == GF2_PFB_SERVED) {
-			gf2_pf_read_finish(req, got);
-		} else {
-			gf2_pf_read_direct(req);
-		}
+		w->pf = NULL;
+		w->fn(w->arg, r, got);
 	}
 }
 
@@ -588,106 +412,42 @@ static void gf2_pf_chunk_done(struct gf2_io *io)
 	gf2_pf_wake(gf2_pfb_file_private(bf));
 }
 
-struct tevent_req *gf2_pf_read_send(TALLOC_CTX *mem_ctx,
-				    struct tevent_context *ev,
-				    struct gf2_fh *fh,
-				    struct gf2_pf_file *pf,
-				    const struct gf2_pf_config *cfg,
-				    void *data, size_t n, off_t offset,
-				    uint64_t file_size)
+enum gf2_pfb_serve gf2_pf_answer(struct gf2_pf_file *pf,
+				 const struct gf2_pf_config *cfg,
+				 struct tevent_context *ev, struct gf2_fh *fh,
+				 uint8_t *data, uint64_t off, uint64_t n,
+				 uint64_t file_size, uint64_t *got)
 {
-	struct tevent_req *req = NULL;
-	struct gf2_pf_read_state *state = NULL;
 	struct gf2_ra_decision d;
 	enum gf2_pfb_serve r;
 	uint64_t now_ms;
 	uint64_t avail;
-	uint64_t got = 0;
 
-	req = tevent_req_create(mem_ctx, &state, struct gf2_pf_read_state);
-	if (req == NULL) {
-		return NULL;
-	}
-	clock_gettime_mono(&state->start);
-	GF2_PROFILE_ASYNC_START(fh->snum, syscall_asys_pread,
-				state->profile_bytes, n);
-	state->ev = ev;
-	state->fh = fh;
-	state->pf = pf;
-	state->data = data;
-	state->n = n;
-	state->off = offset;
-	talloc_set_destructor(state, gf2_pf_read_state_destructor);
-	if (!gf2_ident_capture(state, &state->as)) {
-		tevent_req_oom(req);
-		return tevent_req_post(req, ev);
-	}
-
-	if (pf == NULL || !cfg->enabled || offset < 0 || n == 0) {
-		gf2_pf_read_direct(req);
-		if (!tevent_req_is_in_progress(req)) {
-			return tevent_req_post(req, ev);
-		}
-		return req;
-	}
-
+	*got = 0;
 	gf2_pf_expire(cfg);
 	avail = gf2_pfb_avail(gf2_pf_bk);
 	now_ms = gf2_now_ms() + 1;
-	gf2_ra_on_read(&pf->ra, &cfg->ra, offset, n, file_size, avail,
-		       now_ms, &d);
+	gf2_ra_on_read(&pf->ra, &cfg->ra, off, n, file_size, avail, now_ms,
+		       &d);
 	if (d.len > 0 && gf2_pfb_writes_inflight(pf->bf) == 0) {
 		gf2_pf_issue(ev, fh, pf, d.off, d.len);
 	}
 
-	r = gf2_pf_serve(pf, data, offset, n, &got);
+	r = gf2_pf_serve(pf, data, off, n, got);
 	switch (r) {
 	case GF2_PFB_SERVED:
-		gf2_pf_stats.hits += 1;
-		gf2_pf_read_finish(req, got);
-		return tevent_req_post(req, ev);
+		gf2_pf_hits += 1;
+		break;
 	case GF2_PFB_WAIT:
-		gf2_pf_stats.waits += 1;
-		/*
-		 * Completed from gf2_pf_wake while it walks the waiter list:
-		 * the caller's callback must not run inside that walk.
-		 */
-		tevent_req_defer_callback(req, ev);
-		state->waiter = talloc_zero(state, struct gf2_pf_waiter);
-		if (tevent_req_nomem(state->waiter, req)) {
-			return tevent_req_post(req, ev);
-		}
-		state->waiter->req = req;
-		DLIST_ADD_END(pf->waiters, state->waiter);
-		return req;
+		gf2_pf_waits += 1;
+		break;
 	case GF2_PFB_MISS:
-		gf2_pf_stats.misses += 1;
+		gf2_pf_misses += 1;
 		if (d.sequential) {
 			/* its data expired or was dropped: refill */
 			gf2_ra_on_miss(&pf->ra, d.stream);
 		}
 		break;
 	}
-	gf2_pf_read_direct(req);
-	if (!tevent_req_is_in_progress(req)) {
-		return tevent_req_post(req, ev);
-	}
-	return req;
-}
-
-ssize_t gf2_pf_read_recv(struct tevent_req *req,
-			 struct vfs_aio_state *aio_state)
-{
-	struct gf2_pf_read_state *state = tevent_req_data(
-		req, struct gf2_pf_read_state);
-	ssize_t ret;
-
-	if (tevent_req_is_unix_error(req, &aio_state->error)) {
-		tevent_req_received(req);
-		return -1;
-	}
-	*aio_state = state->aio_state;
-	ret = state->ret;
-	tevent_req_received(req);
-	return ret;
+	return r;
 }

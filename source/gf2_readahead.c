@@ -1,6 +1,8 @@
 /*
  * glusterfs2: sequential-read detection and readahead windows (pure C).
  * See include/gf2_readahead.h for the model and the window diagram.
+ *
+ * Layer: core.
  */
 
 #include "gf2_readahead.h"

@@ -1,6 +1,8 @@
 /*
  * glusterfs2: per-share counters an admin can read without a debugger.
  *
+ * Layer: bridge.
+ *
  * Every smbd process (one per client connection) counts, per share, in
  * its main thread: read requests and where their bytes came from
  * (prefetch memory or Gluster), what prefetch read ahead and what of that

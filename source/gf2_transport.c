@@ -1,6 +1,8 @@
 /*
  * glusterfs2: how Gluster's socket transport is linked into smbd.
  *
+ * Layer: bridge.
+ *
  * smbd's libraries export a sys_writev of Samba's (lib/util/sys_rw.c)
  * that retries writev() for as long as it fails with EAGAIN.  Gluster's
  * socket transport (rpc-transport/socket.so, loaded by glfs_init) calls a

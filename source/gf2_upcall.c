@@ -1,6 +1,8 @@
 /*
  * glusterfs2: Gluster upcall (cache invalidation) events.
  *
+ * Layer: bridge.
+ *
  * With features.cache-invalidation on, the bricks tell every client that
  * recently looked at an inode when another client changes it.  gfapi
  * delivers those events by calling gf2_upcall_cbk on one of its own
@@ -35,6 +37,8 @@ static unsigned gf2_up_n;
 static bool gf2_up_overflow;
 /* Non-zero while the queue holds something: the drain's fast path. */
 static unsigned gf2_up_pending;
+/* Events taken by the main loop (an overflow counts as one). */
+static uint64_t gf2_up_taken;
 
 static uint64_t gf2_gfid_to_ino(const unsigned char gfid[16])
 {
@@ -98,7 +102,13 @@ unsigned gf2_upcall_take(uint64_t inos[GF2_UPCALL_QUEUE], bool *all)
 	gf2_up_overflow = false;
 	__atomic_store_n(&gf2_up_pending, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&gf2_up_lock);
+	gf2_up_taken += n + (*all ? 1 : 0);
 	return n;
+}
+
+uint64_t gf2_upcall_count(void)
+{
+	return gf2_up_taken;
 }
 
 bool gf2_upcall_register(struct gf2_volume *vol)

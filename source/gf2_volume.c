@@ -1,6 +1,8 @@
 /*
  * glusterfs2: one glfs instance per volume per smbd process.
  *
+ * Layer: bridge.
+ *
  * Every smbd child serves one client; its tree connects to shares on the
  * same volume (and the same volfile servers and log settings) share one
  * glfs_t.  The instance is created by the first tree connect and torn

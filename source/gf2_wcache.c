@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the write cache (see include/gf2_wcache.h).
  *
+ * Layer: caches.
+ *
  * The rules (what is gathered, when a gather goes, the latched error) are
  * gf2_wqueue.c's; this file holds the buffers and the calls.
  *
@@ -1354,11 +1356,6 @@ int gf2_wc_open_check(const char *volname, uint64_t ino)
 	tdb_chainunlock(db, k);
 	TALLOC_FREE(key);
 	return ret;
-}
-
-bool gf2_wc_idle(const struct gf2_wc *wc)
-{
-	return gf2_wq_idle(&wc->q);
 }
 
 /* -- lifetime ------------------------------------------------------- */

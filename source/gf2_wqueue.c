@@ -1,6 +1,8 @@
 /*
  * glusterfs2: the rules of the write queue of one handle (see
  * include/gf2_wqueue.h).
+ *
+ * Layer: core.
  */
 
 #include <string.h>

@@ -2,20 +2,11 @@
  * glusterfs2: a Samba VFS module serving GlusterFS volumes through
  * libgfapi.
  *
+ * Layer: glue.
+ *
  * This file registers the module: its function table, connect and
- * disconnect, and the operations it refuses.  The layers below, bottom
- * up (each includes only the ones under it):
- *
- *   pure core     gf2_options, gf2_readahead, gf2_pfbook, gf2_mdcache,
- *                 gf2_acl_xattr, gf2_hold: no Samba, no gfapi
- *   bridge        gf2_volume, gf2_transport, gf2_async, gf2_upcall,
- *                 gf2_stats: gfapi calls completed into tevent
- *   caches        gf2_prefetch (data), gf2_meta (metadata), gf2_cache
- *                 (the one entry point over both)
- *   VFS glue      gf2_config, gf2_handles, gf2_dir, gf2_metaops,
- *                 gf2_dataops, gf2_acl, gf2_offload, this file
- *
- * docs/design.md tells the whole story.
+ * disconnect, and the operations it refuses.  The layers and their files:
+ * docs/design.md, "Layers".
  */
 
 #include "includes.h"

@@ -2,11 +2,14 @@
 
     python3 -m pytest test/docs
 
-Every file of source/ and include/ belongs to one layer, bottom up: the
-pure core (no Samba, no gfapi), the bridge (gfapi and tevent), the caches
-and the VFS glue.  A file may include the project's headers of its own
-layer and of the layers below, never above; the headers' includes form
-no cycle; the pure core includes no Samba or gfapi header at all.
+The layers and their files are listed once, in docs/design.md: a
+"### Layer N: name" heading per layer, bottom up, and under it one line
+per file ("- `source/NAME.c`: ...").  This reads that list and checks
+that every file of source/ and include/ is listed exactly once, that a
+file includes the project's headers of its own layer and of the layers
+below, never above, that the headers' includes form no cycle, that the
+pure core (the first layer) includes no Samba or gfapi header, and that
+every file's first comment names its layer ("Layer: name.").
 """
 
 import glob
@@ -14,21 +17,36 @@ import os
 import re
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+DESIGN = os.path.join(TOP, 'docs', 'design.md')
+HEADING_RE = re.compile(r'^### Layer (\d+): (\S+)[ \t]*$', re.M)
+FILE_RE = re.compile(r'^- `((?:source|include)/[\w.+-]+)`', re.M)
 
-LAYERS = {
-    'core': ['gf2_options', 'gf2_readahead', 'gf2_pfbook', 'gf2_wqueue',
-             'gf2_mdcache',
-             'gf2_acl_xattr', 'gf2_hold'],
-    'bridge': ['gf2_compat', 'gf2_bridge', 'gf2_stats', 'gf2_volume',
-               'gf2_transport', 'gf2_async', 'gf2_upcall'],
-    'caches': ['gf2_prefetch', 'gf2_meta', 'gf2_cache', 'gf2_wcache'],
-    'glue': ['gf2_vfs', 'gf2_config', 'gf2_handles',
-             'gf2_dir', 'gf2_metaops', 'gf2_dataops', 'gf2_acl',
-             'gf2_offload', 'vfs_glusterfs2'],
-}
-ORDER = ['core', 'bridge', 'caches', 'glue']
-LAYER_OF = {name: layer for layer, names in LAYERS.items()
-            for name in names}
+
+def read_layers():
+    """[(layer, [path, ...]), ...] bottom up, from docs/design.md."""
+    with open(DESIGN) as f:
+        text = f.read()
+    heads = list(HEADING_RE.finditer(text))
+    assert heads, 'docs/design.md has no "### Layer N: name" headings'
+    layers = []
+    for i, m in enumerate(heads):
+        assert int(m.group(1)) == i + 1, \
+            'docs/design.md: layer headings out of order at %r' % m.group(0)
+        end = heads[i + 1].start() if i + 1 < len(heads) else \
+            (re.compile(r'^#{1,3} ', re.M).search(text, m.end()) or
+             re.compile(r'\Z').search(text)).start()
+        layers.append((m.group(2),
+                       FILE_RE.findall(text[m.end():end])))
+    return layers
+
+
+LAYERS = read_layers()
+ORDER = [name for name, _ in LAYERS]
+LISTED = [p for _, paths in LAYERS for p in paths]
+LAYER_OF = {}
+for _name, _paths in LAYERS:
+    for _p in _paths:
+        LAYER_OF[os.path.splitext(os.path.basename(_p))[0]] = _name
 INCLUDE_RE = re.compile(r'^#include\s+"([^"]+)"', re.M)
 # what the pure core may not include
 FOREIGN = ('includes.h', 'smbd/', 'glusterfs/', 'tevent', 'lib/util/')
@@ -49,17 +67,41 @@ def includes(path):
     return INCLUDE_RE.findall(text)
 
 
-def test_every_file_has_a_layer():
-    missing = [os.path.relpath(p, TOP) for p in code_files()
-               if stem(p) not in LAYER_OF]
-    assert not missing, 'files in no layer (add them to LAYERS and to ' \
-        'docs/hacking.md): %s' % missing
+def test_every_file_is_listed_once():
+    present = sorted(os.path.relpath(p, TOP) for p in code_files())
+    missing = [p for p in present if p not in LISTED]
+    assert not missing, 'files listed under no layer of docs/design.md: ' \
+        '%s' % missing
+    gone = sorted(set(LISTED) - set(present))
+    assert not gone, 'docs/design.md lists files that do not exist: %s' % gone
+    twice = sorted(set(p for p in LISTED if LISTED.count(p) > 1))
+    assert not twice, 'docs/design.md lists files twice: %s' % twice
+
+
+def first_comment(path):
+    with open(path) as f:
+        text = f.read()
+    m = re.match(r'\s*/\*(.*?)\*/', text, re.S)
+    return m.group(1) if m else ''
+
+
+def test_first_comment_names_the_layer():
+    bad = []
+    for path in code_files():
+        layer = LAYER_OF.get(stem(path))
+        if layer is None:
+            continue
+        found = re.findall(r'Layer: (\w+)\.', first_comment(path))
+        if found != [layer]:
+            bad.append('%s: first comment says %s, docs/design.md %s' % (
+                os.path.relpath(path, TOP), found or 'no layer', layer))
+    assert not bad, '\n'.join(bad)
 
 
 def test_includes_go_downwards_only():
     bad = []
     for path in code_files():
-        mine = ORDER.index(LAYER_OF.get(stem(path), 'glue'))
+        mine = ORDER.index(LAYER_OF.get(stem(path), ORDER[-1]))
         for inc in includes(path):
             name = stem(inc)
             if name not in LAYER_OF:

@@ -2,8 +2,9 @@
 
     python3 -m pytest test/docs
 
-  - docs/hacking.md's "Layout" section names every file in source/ and
-    include/, and names no file there that does not exist;
+  - docs/design.md's "Layers" section names every file in source/ and
+    include/, and names no file there that does not exist (the layers
+    themselves: test_layers.py);
   - README stays short (at most 250 lines) and names the two commands an
     admin starts with, `test/demo` and `test/run-all`.
 """
@@ -12,7 +13,7 @@ import os
 import re
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-HACKING = os.path.join(TOP, 'docs', 'hacking.md')
+DESIGN = os.path.join(TOP, 'docs', 'design.md')
 README = os.path.join(TOP, 'README')
 CODE_DIRS = ('source', 'include')
 README_MAX_LINES = 250
@@ -23,9 +24,9 @@ PATH_RE = re.compile(r'(?<![\w./-])((?:%s)/[\w.+/-]+)' % '|'.join(CODE_DIRS))
 
 
 def layout_section(text):
-    """The text of the '## Layout' section, up to the next '## ' heading."""
-    m = re.search(r'^## Layout[ \t]*\n(.*?)(?=^## |\Z)', text, re.M | re.S)
-    assert m, 'docs/hacking.md has no "## Layout" section'
+    """The text of the '## Layers' section, up to the next '## ' heading."""
+    m = re.search(r'^## Layers[ \t]*\n(.*?)(?=^## |\Z)', text, re.M | re.S)
+    assert m, 'docs/design.md has no "## Layers" section'
     return m.group(1)
 
 
@@ -52,21 +53,21 @@ def tree_files():
 
 
 def test_layout_names_every_file():
-    with open(HACKING) as f:
+    with open(DESIGN) as f:
         named = named_files(layout_section(f.read()))
     present = tree_files()
     missing = sorted(present - named)
     assert not missing, \
-        'docs/hacking.md Layout does not name: %s' % ', '.join(missing)
+        'docs/design.md Layers does not name: %s' % ', '.join(missing)
 
 
 def test_layout_names_no_missing_file():
-    with open(HACKING) as f:
+    with open(DESIGN) as f:
         named = named_files(layout_section(f.read()))
     present = tree_files()
     gone = sorted(named - present)
     assert not gone, \
-        'docs/hacking.md Layout names files that do not exist: %s' % \
+        'docs/design.md Layers names files that do not exist: %s' % \
         ', '.join(gone)
 
 

@@ -1,6 +1,7 @@
 /*
  * Fuzz harness: the readahead state machine (source/gf2_readahead.c),
- * driven the way source/gf2_prefetch.c drives it.
+ * driven the way source/gf2_prefetch.c drives it (gf2_pf_answer, for
+ * every read the read engine routes to prefetch).
  *
  * The input is a configuration (in the ranges the glusterfs2: options
  * allow, or zeros for gf2_ra_config_sanitize to fill) and a memory cap,
@@ -101,7 +102,11 @@ static const struct buf *find(const struct model *m, uint64_t pos)
 	return NULL;
 }
 
-/* gf2_pf_issue: hold [off, off + len) in buffers of at most 1 MiB. */
+/*
+ * A model of gf2_pf_issue: hold [off, off + len) in buffers of at most
+ * 1 MiB (prefetch cuts 124 KiB chunks; the state machine sees only the
+ * memory they take, which the model charges alike).
+ */
 static void issue(struct model *m, uint64_t off, uint64_t len)
 {
 	uint64_t pos = off;

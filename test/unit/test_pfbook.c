@@ -718,28 +718,6 @@ static void test_random_histories(void **state)
 	}
 }
 
-static void test_direct_piece(void **state)
-{
-	const uint64_t c = 124 * 1024;
-
-	/* small reads are one piece, whatever is in flight */
-	assert_int_equal(gf2_pfb_direct_piece(0, c, 0), 1);
-	assert_int_equal(gf2_pfb_direct_piece(4096, c, 0), 4096);
-	assert_int_equal(gf2_pfb_direct_piece(c, c, 5), c);
-	/* up to 1 MiB whole while gfapi's arena for it has room */
-	assert_int_equal(gf2_pfb_direct_piece(c + 1, c, 0), c + 1);
-	assert_int_equal(gf2_pfb_direct_piece(1024 * 1024, c,
-					      GF2_PFB_WHOLE_ARENA - 1),
-			 1024 * 1024);
-	/* in pieces once that many are in flight */
-	assert_int_equal(gf2_pfb_direct_piece(1024 * 1024, c,
-					      GF2_PFB_WHOLE_ARENA), c);
-	assert_int_equal(gf2_pfb_direct_piece(c + 1, c, 9), c);
-	/* larger reads always in pieces */
-	assert_int_equal(gf2_pfb_direct_piece(1024 * 1024 + 1, c, 0), c);
-	assert_int_equal(gf2_pfb_direct_piece(8 * 1024 * 1024, c, 0), c);
-}
-
 static void test_zero_chunk_refused(void **state)
 {
 	assert_null(gf2_pfb_new(NULL, 0, 1024, NULL));
@@ -761,7 +739,6 @@ int main(void)
 		cmocka_unit_test(test_file_free_with_reads_in_flight),
 		cmocka_unit_test(test_waiter_on_invalidated_chunk_must_retry),
 		cmocka_unit_test(test_random_histories),
-		cmocka_unit_test(test_direct_piece),
 		cmocka_unit_test(test_zero_chunk_refused),
 	};
 

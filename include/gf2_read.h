@@ -1,0 +1,59 @@
+/*
+ * glusterfs2: the read engine (gf2_read.c): every read of a client.
+ *
+ * Layer: engines.
+ *
+ * The VFS glue hands every read here with what it knows of the file
+ * (struct gf2_read_file); the engine settles it after the writes this
+ * process acknowledged and has not landed (the write cache), routes it
+ * (gf2_rp_route), lets prefetch answer it, and sends what prefetch has
+ * not got to Gluster in pieces (gf2_rp_piece).  One request state from
+ * the VFS entry to the answer.
+ */
+
+#ifndef GF2_READ_H
+#define GF2_READ_H
+
+#include "gf2_bridge.h"
+#include "gf2_prefetch.h"
+
+struct files_struct;
+struct vfs_handle_struct;
+
+/* What the glue knows of the file a read is for. */
+struct gf2_read_file {
+	struct gf2_fh *fh;		/* NULL: the read fails (EBADF) */
+	struct gf2_pf_file *pf;		/* its prefetch state, or NULL */
+	const struct gf2_pf_config *cfg;	/* the share's */
+	const char *volname;		/* NULL: nothing to settle */
+};
+
+/*
+ * A read of n bytes at offset of fsp (smbd keeps fsp until the request
+ * is done).  Made as the identity smbd holds now, whenever it goes.
+ */
+struct tevent_req *gf2_read_send(TALLOC_CTX *mem_ctx,
+				 struct tevent_context *ev,
+				 struct files_struct *fsp,
+				 const struct gf2_read_file *f,
+				 void *data, size_t n, off_t offset);
+ssize_t gf2_read_recv(struct tevent_req *req,
+		      struct vfs_aio_state *aio_state);
+
+/*
+ * The synchronous read (SMB_VFS_PREAD): what this process acknowledged
+ * of the file lands first (blocking), then one gfapi read.
+ */
+ssize_t gf2_read_sync(struct vfs_handle_struct *handle,
+		      struct files_struct *fsp, glfs_fd_t *fd,
+		      const char *volname, void *data, size_t n,
+		      off_t offset);
+
+/*
+ * Blocks until everything this process acknowledged of fsp's file is on
+ * the bricks: before anything that reads or changes it otherwise.  0, or
+ * -1 with errno ETIMEDOUT (see gf2_wc_drain_file_sync).
+ */
+int gf2_settle_sync(const char *volname, const struct files_struct *fsp);
+
+#endif /* GF2_READ_H */
