@@ -214,16 +214,9 @@ def short_wait(stack):
     """A private smbd whose write-cache share bounds its waits for
     queued writes to WAIT_MS."""
     s = PrivateSmbd('wcache-wait', stack)
-    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
-             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                     'localhost')),
-             ('glusterfs2:logfile', os.path.join(s.dir,
-                                                 'glusterfs2-%M.log')),
-             ('glusterfs2:write cache', 'yes'),
-             ('glusterfs2:write cache max wait', str(WAIT_MS)),
-             ('kernel share modes', 'no'), ('kernel oplocks', 'no'),
-             ('read only', 'no')]
+    share = s.gf2_share([('glusterfs2:write cache', 'yes'),
+                         ('glusterfs2:write cache max wait', str(WAIT_MS)),
+                         ('kernel oplocks', 'no')])
     s.write_conf([], [('wcwait', share)])
     s.start()
     try:
@@ -383,15 +376,8 @@ def unreg_fails(stack, tmp_path):
     marks = tempfile.mkdtemp(prefix='gf2-unreg-')
     os.chmod(marks, 0o1777)
     s.mark = os.path.join(marks, 'failed')
-    share = [('vfs objects', 'glusterfs2'), ('path', '/'),
-             ('glusterfs2:volume', stack['GLUSTER_VOLUME']),
-             ('glusterfs2:volfile_server', stack.get('GLUSTER_HOST',
-                                                     'localhost')),
-             ('glusterfs2:logfile', os.path.join(s.dir,
-                                                 'glusterfs2-%M.log')),
-             ('glusterfs2:write cache', 'yes'),
-             ('kernel share modes', 'no'), ('kernel oplocks', 'no'),
-             ('read only', 'no')]
+    share = s.gf2_share([('glusterfs2:write cache', 'yes'),
+                         ('kernel oplocks', 'no')])
     s.write_conf([], [('wcunreg', share)])
     s.start()
     try:
