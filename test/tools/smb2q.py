@@ -155,6 +155,7 @@ class Pattern:
         self.key = hashlib.sha256(b'smb2q:' + str(seed).encode()).digest()[:16]
         self._zero = b''
         self._chunks = {}           # small cache of 1 MiB-aligned chunks
+        self._expect = bytearray()  # expect()'s buffer
         if Cipher is None:
             from Cryptodome.Cipher import AES
             self._aes = AES
@@ -177,6 +178,22 @@ class Pattern:
             out = self._aes.new(self.key, self._aes.MODE_CTR, nonce=b'',
                                 initial_value=block).encrypt(z)
         return out[skip:] if skip else out
+
+    def expect(self, off, n):
+        """The pattern of [off, off + n) as a view that stays valid only
+        until the next call: large ranges are computed into one buffer
+        kept for reuse, so checking a READ neither allocates nor copies
+        its size."""
+        if n < self.CHUNK // 2 or Cipher is None:
+            return self.get(off, n)
+        skip = off & 15
+        need = n + skip + 15
+        if len(self._expect) < need:
+            self._expect = bytearray(need)
+        enc = Cipher(algorithms.AES(self.key),
+                     modes.CTR((off >> 4).to_bytes(16, 'big'))).encryptor()
+        enc.update_into(self._zeros(n + skip), self._expect)
+        return memoryview(self._expect)[skip:skip + n]
 
     def _chunk(self, i):
         c = self._chunks.get(i)
@@ -375,6 +392,7 @@ class Conn:
         # keeps reading while it sends (see there).
         self.frames = collections.deque()   # received SMB2 messages
         self.rx_buf = bytearray(4)  # the NetBIOS header or frame being read
+        self.rx_spare = {}          # length: frames read and done with
         self.rx_got = 0
         self.rx_hdr = True
         self.rx_skip = False
@@ -434,7 +452,9 @@ class Conn:
                     self.rx_skip = True
                     self.rx_hdr = not length
                 else:
-                    self.rx_buf = bytearray(length)
+                    spare = self.rx_spare.get(length)
+                    self.rx_buf = spare.pop() if spare else \
+                        bytearray(length)
                     self.rx_skip = False
                     self.rx_hdr = False
             else:
@@ -467,6 +487,18 @@ class Conn:
                                        'while a request was being sent '
                                        '(%d requests outstanding)' %
                                        len(self.pending))
+
+    def _spare(self, view, frame, whole, depth):
+        """A READ response's frame, checked and hashed, is kept to receive
+        a later frame of the same length into (a fresh buffer of several
+        MiB costs more than the check): only a frame that held nothing
+        but this response, and at most depth + 1 of each length."""
+        view.release()
+        if not whole:
+            return
+        spare = self.rx_spare.setdefault(len(frame), [])
+        if len(spare) <= depth:
+            spare.append(frame)
 
     def _send_packet(self, data):
         """Replaces impacket's NetBIOSTCPSession.send_packet: a session
@@ -867,27 +899,34 @@ class Conn:
                     continue
                 doff, = struct.unpack_from('<B', frame, pos + 66)
                 dlen, = struct.unpack_from('<I', frame, pos + 68)
-                got = bytes(memoryview(frame)[pos + doff:pos + doff + dlen])
+                got = memoryview(frame)[pos + doff:pos + doff + dlen]
                 if dlen != n:
                     raise Failure('READ at offset %d: short read, %d of %d '
                                   'bytes' % (off, dlen, n))
-                exp = pattern.get(off, n)
-                if got != exp:
+                exp = pattern.expect(off, n)
+                # bytearray.startswith compares in place (memcmp): no
+                # copy of the data, unlike slicing or comparing views
+                if len(got) != n or not frame.startswith(exp, pos + doff):
+                    got = bytes(got)
+                    exp = bytes(exp)
                     i = first_mismatch(exp, got)
                     raise Failure(
                         'MISMATCH at offset %d (in the READ of %d bytes at '
                         'offset %d): expected %s, got %s' % (
                             off + i, n, off, exp[i:i + 16].hex(),
                             got[i:i + 16].hex()))
+                whole = pos == 0 and end == len(frame)
                 if off == hashed:
                     h.update(got)
                     hashed += n
+                    self._spare(got, frame, whole, depth)
                     while hashed in done:
-                        b = done.pop(hashed)
+                        b, bframe, bwhole = done.pop(hashed)
                         h.update(b)
                         hashed += len(b)
+                        self._spare(b, bframe, bwhole, depth)
                 else:
-                    done[off] = got
+                    done[off] = (got, frame, whole)
         secs = time.monotonic() - t0
         self.window = (t0, t0 + secs)
         if kind == 'read':
