@@ -38,7 +38,16 @@ def _stack_env():
 
 @pytest.fixture(scope='session')
 def stack():
-    return _stack_env()
+    env = _stack_env()
+    # a stack whose smbd is a Samba installed under a prefix (test/stack up
+    # --smbd-prefix DIR): the tools the tests run (smbcacls, smbstatus,
+    # smbclient, smbd of the private smbds) are that Samba's
+    prefix = env.get('SMBD_PREFIX')
+    if prefix:
+        os.environ['PATH'] = os.pathsep.join(
+            [os.path.join(prefix, 'bin'), os.path.join(prefix, 'sbin'),
+             os.environ.get('PATH', '')])
+    return env
 
 
 # Sanitizer mode (`test/stack up --asan`, `test/run-all --asan`): the

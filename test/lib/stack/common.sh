@@ -45,6 +45,16 @@ LISTEN=${GF2_STACK_LISTEN:-}
 case $LISTEN in
 *[!0-9A-Fa-f.:\ ]*) echo "test/stack: GF2_STACK_LISTEN=$LISTEN: IP addresses only" >&2; exit 2 ;;
 esac
+# A Samba installed under a prefix (up --smbd-prefix DIR, or
+# GF2_STACK_SMBD_PREFIX=DIR): smbd is DIR/sbin/smbd, and DIR/bin and
+# DIR/sbin come first in PATH, so the tools (smbpasswd, smbclient,
+# smbstatus, smbcacls...) are that Samba's too.  `up` keeps it in the state,
+# where down, env and status read it.  Empty: /usr/sbin/smbd.
+SMBD_PREFIX=""
+use_smbd_prefix() { # DIR (or "")
+	SMBD_PREFIX=$1
+	if [ -n "$1" ]; then export PATH="$1/bin:$1/sbin:$PATH"; fi
+}
 # The share of a baseline build of the module (up --baseline-module NAME)
 BASE_SHARE=glusterfs2-base
 # ... and the same build with the write cache on, beside [glusterfs2-wcache]

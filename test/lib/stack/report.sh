@@ -43,6 +43,9 @@ EOF
 			BASELINE_WCACHE_SHARE "$(q "$BASE_WC_SHARE")" \
 			BASELINE_MODULE "$(q "$base")"
 	fi
+	if [ -n "$SMBD_PREFIX" ]; then
+		printf '%s=%s\n' SMBD_PREFIX "$(q "$SMBD_PREFIX")"
+	fi
 }
 
 cmd_status() {

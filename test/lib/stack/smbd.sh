@@ -3,6 +3,24 @@
 # the wait until it serves, and share checks with smbclient.
 # Sourced by test/stack (after common.sh).
 
+# smbd_exe_ours EXE [main]: is EXE our smbd's executable (main: smbd itself
+# only, else also its samba-dcerpcd / rpcd_* helpers), the system's or that
+# of the prefix (the wanted one, SMBD_PREFIX, or the one `up` started)
+smbd_exe_ours() {
+	local p
+	case $1 in
+	/usr/sbin/smbd) return 0 ;;
+	/usr/libexec/samba/*) [ "${2:-}" != main ] && return 0 ;;
+	esac
+	for p in $SMBD_PREFIX $(state_get SMBD_PREFIX); do
+		case $1 in
+		"$p"/sbin/smbd) return 0 ;;
+		"$p"/libexec/samba/*) [ "${2:-}" != main ] && return 0 ;;
+		esac
+	done
+	return 1
+}
+
 # pids of the processes of our private smbd (smbd and its samba-dcerpcd /
 # rpcd_* helpers), i.e. Samba processes whose command line names our CONF.
 smbd_pids() {
@@ -11,10 +29,7 @@ smbd_pids() {
 		[ "$pid" != "$$" ] || continue
 		same_root "$pid" || continue
 		exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-		case $exe in
-		/usr/sbin/smbd | /usr/libexec/samba/*) ;;
-		*) continue ;;
-		esac
+		smbd_exe_ours "$exe" || continue
 		cmd=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null || true)
 		if grep -qxF -- "$CONF" <<<"$cmd" ||
 			grep -qF -- "=$CONF" <<<"$cmd"; then
@@ -30,7 +45,7 @@ smbd_main_pid() {
 		[ -f "$f" ] || continue
 		pid=$(head -n 1 "$f" 2>/dev/null | tr -dc '0-9')
 		[ -n "$pid" ] && same_root "$pid" || continue
-		if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/sbin/smbd ] &&
+		if smbd_exe_ours "$(readlink "/proc/$pid/exe" 2>/dev/null)" main &&
 			grep -qxF -- "$CONF" <<<"$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null)"; then
 			echo "$pid"
 			return 0

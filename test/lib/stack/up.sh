@@ -5,6 +5,7 @@
 cmd_up() {
 	local replica=0 port=$DEFAULT_PORT build=1 asan=0
 	local base=${GF2_STACK_BASELINE_MODULE:-}
+	local prefix=${GF2_STACK_SMBD_PREFIX:-}
 	case ${GF2_STACK_ASAN:-0} in
 	0 | "" | no | false) ;;
 	*) asan=1 ;;
@@ -26,7 +27,13 @@ cmd_up() {
 			shift
 			;;
 		--baseline-module=*) base=${1#--baseline-module=} ;;
-		*) die "up: unknown option '$1' (usage: test/stack up [--replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME])" ;;
+		--smbd-prefix)
+			[ $# -ge 2 ] || die "--smbd-prefix needs a directory"
+			prefix=$2
+			shift
+			;;
+		--smbd-prefix=*) prefix=${1#--smbd-prefix=} ;;
+		*) die "up: unknown option '$1' (usage: test/stack up [--replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME] [--smbd-prefix DIR])" ;;
 		esac
 		shift
 	done
@@ -38,7 +45,14 @@ cmd_up() {
 		[ "$base" != glusterfs2 ] ||
 			die "--baseline-module glusterfs2 is the module of [glusterfs2] itself (test/bench/baseline REV builds glusterfs2_base)"
 	fi
+	if [ -n "$prefix" ]; then
+		prefix=${prefix%/}
+		[[ $prefix =~ ^/[A-Za-z0-9._/+-]+$ ]] ||
+			die "bad --smbd-prefix '$prefix' (an absolute path, no spaces)"
+		[ -x "$prefix/sbin/smbd" ] || die "--smbd-prefix $prefix: no $prefix/sbin/smbd"
+	fi
 	need_root
+	use_smbd_prefix "$prefix"
 	local vol=$VOL_DIST n=2
 	if [ "$replica" = 1 ]; then vol=$VOL_REP3 n=3; fi
 
@@ -64,6 +78,14 @@ cmd_up() {
 		command -v "$c" >/dev/null || die "'$c' not found (run scripts/install-deps)"
 	done
 
+	if [ -n "$prefix" ] && [ ! -f "$prefix/etc/smb.conf" ]; then
+		# the tools of that Samba read it when no -s is given
+		log "writing $prefix/etc/smb.conf (the default configuration of $prefix's tools)"
+		mkdir -p "$prefix/etc"
+		printf '%s\n' "# Written by test/stack up --smbd-prefix: what this Samba's tools" \
+			"# read when no -s is given (the stack's smbd has its own smb.conf)." \
+			"[global]" "	server role = standalone server" > "$prefix/etc/smb.conf"
+	fi
 	check_hostname
 	state_set UP 0
 	state_set STACK_DIR "$STACK"
@@ -134,7 +156,8 @@ cmd_up() {
 	pid=$(smbd_main_pid || true)
 	if [ -n "$pid" ] && { [ -n "$conf_changed" ] || [ -n "$mod_installed" ] ||
 		[ "$(state_get SMB_PORT)" != "$port" ] ||
-		[ "$(state_get ASAN 0)" != "$asan" ]; }; then
+		[ "$(state_get ASAN 0)" != "$asan" ] ||
+		[ "$(state_get SMBD_PREFIX)" != "$prefix" ]; }; then
 		log "restarting private smbd (configuration or module changed)"
 		stop_smbd
 		pid=""
@@ -143,6 +166,11 @@ cmd_up() {
 	if [ -z "$pid" ]; then
 		stop_smbd # leftovers (children, rpc helpers) of a dead smbd
 		state_set ASAN "$asan"
+		if [ -n "$prefix" ]; then
+			state_set SMBD_PREFIX "$prefix"
+		else
+			state_unset SMBD_PREFIX
+		fi
 		start_smbd "$port" "$asan"
 		smbd_started=1
 	fi
@@ -171,5 +199,6 @@ cmd_up() {
 	fi
 	local modetxt=""
 	if [ "$asan" = 1 ]; then modetxt=" (sanitizer mode: $ASAN_MODULE, reports in $ASAN_REPORTS)"; fi
+	if [ -n "$prefix" ]; then modetxt="$modetxt (smbd $prefix/sbin/smbd)"; fi
 	log "up: volume $vol, smbd on $SMB_HOST:$port${LISTEN:+ (and $LISTEN)}, shares: $SHARES${base:+ $BASE_SHARE ($base)}$modetxt (test/stack env)"
 }
