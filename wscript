@@ -87,7 +87,9 @@ MODULE_SOURCES = [
     'source/gf2_cache.c',
     'source/gf2_wcache.c',
     # engines
+    'source/gf2_settle.c',
     'source/gf2_read.c',
+    'source/gf2_write.c',
     # VFS glue
     'source/gf2_config.c',
     'source/gf2_handles.c',

@@ -18,6 +18,42 @@
 
 struct gf2_pf_file;
 
+/*
+ * The change bracket: every change made through this process is told
+ * here before it is sent, so that nothing kept answers with what it was
+ * before.
+ */
+enum gf2_change_kind {
+	/* write, truncate, allocation: [off, off + len) and the stat */
+	GF2_CHANGE_DATA,
+	/* times: the stat */
+	GF2_CHANGE_TIMES,
+};
+
+struct gf2_change {
+	enum gf2_change_kind kind;
+	glfs_t *fs;
+	/* absolute; NULL: path_fn(mem_ctx, path_arg) makes it if needed */
+	const char *path;
+	char *(*path_fn)(TALLOC_CTX *mem_ctx, void *path_arg);
+	void *path_arg;
+	/* the handle's (see gf2_meta_stat_drop_due), or NULL */
+	uint64_t *stat_marker;
+	/* DATA: the file's prefetch state (may be NULL) and the range */
+	struct gf2_pf_file *pf;
+	uint64_t off;
+	uint64_t len;		/* 0: from off to the end, and the size */
+};
+
+/*
+ * ch is about to be sent: drop what it makes wrong; a DATA change also
+ * drops the prefetched data it overlaps and pauses prefetching on the
+ * file until gf2_cache_change_end (which ends a DATA change once it is
+ * on the bricks, or failed).
+ */
+void gf2_cache_change_begin(const struct gf2_change *ch);
+void gf2_cache_change_end(const struct gf2_change *ch);
+
 void gf2_cache_sync(void);
 void gf2_cache_invalidate_inode(uint64_t ino, bool all);
 /*

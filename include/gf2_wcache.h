@@ -66,9 +66,6 @@ struct tevent_req *gf2_wc_fsync_send(TALLOC_CTX *mem_ctx,
 int gf2_wc_fsync_recv(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state);
 
-/* req came from gf2_wc_write_send or gf2_wc_fsync_send */
-bool gf2_wc_is_req(struct tevent_req *req);
-
 /*
  * Blocks until everything queued is on the bricks.  Returns 0, or the
  * latched error (reported once, and logged when it was latched).
