@@ -72,6 +72,7 @@ CORE_SOURCES = [
     'source/gf2_pfbook.c',
     'source/gf2_wqueue.c',
     'source/gf2_readplan.c',
+    'source/gf2_change.c',
 ]
 
 MODULE_SOURCES = [
@@ -110,6 +111,7 @@ UNIT_TESTS = [
     'test_pfbook',
     'test_wqueue',
     'test_readplan',
+    'test_change',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

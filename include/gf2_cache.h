@@ -15,25 +15,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gf2_bridge.h"
+#include "gf2_change.h"
 
 struct gf2_pf_file;
 
 /*
  * The change bracket: every change made through this process is told
  * here before it is sent, so that nothing kept answers with what it was
- * before.
+ * before; what each kind drops is the core's rule (gf2_change.h).
  */
-enum gf2_change_kind {
-	/* write, truncate, allocation: [off, off + len) and the stat */
-	GF2_CHANGE_DATA,
-	/* times: the stat */
-	GF2_CHANGE_TIMES,
-};
-
 struct gf2_change {
 	enum gf2_change_kind kind;
 	glfs_t *fs;
-	/* absolute; NULL: path_fn(mem_ctx, path_arg) makes it if needed */
+	/*
+	 * absolute; NULL: path_fn(mem_ctx, path_arg) makes it when it is
+	 * needed (a stat to drop, anything kept at all), or nothing
+	 */
 	const char *path;
 	char *(*path_fn)(TALLOC_CTX *mem_ctx, void *path_arg);
 	void *path_arg;
@@ -46,10 +43,10 @@ struct gf2_change {
 };
 
 /*
- * ch is about to be sent: drop what it makes wrong; a DATA change also
- * drops the prefetched data it overlaps and pauses prefetching on the
- * file until gf2_cache_change_end (which ends a DATA change once it is
- * on the bricks, or failed).
+ * ch is about to be sent: drop what it makes wrong (gf2_change_drops); a
+ * DATA change also pauses prefetching on pf until gf2_cache_change_end,
+ * called once the change is on the bricks or failed (for other kinds it
+ * does nothing).
  */
 void gf2_cache_change_begin(const struct gf2_change *ch);
 void gf2_cache_change_end(const struct gf2_change *ch);

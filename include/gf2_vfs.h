@@ -106,9 +106,12 @@ int gf2_t_setxattr(const struct gf2_target *t, const char *name,
 		   const void *value, size_t size, int flags);
 int gf2_t_removexattr(const struct gf2_target *t, const char *name);
 
-/* Cache upkeep for changes through an fsp. */
-void gf2_meta_changed_fsp(struct gf2_conn *c,
-			  const struct files_struct *fsp);
+/*
+ * A change of the object at the absolute path (may be NULL) of c's
+ * volume, told to the change bracket before it is sent.
+ */
+void gf2_change_path(struct gf2_conn *c, enum gf2_change_kind kind,
+		     const char *path);
 /*
  * A change of fsp for the change bracket (gf2_cache_change_begin): its
  * path is made from *ref (the caller's, kept until the bracket began)

@@ -46,24 +46,49 @@ static void gf2_cache_drop_stat(const struct gf2_change *ch)
 	TALLOC_FREE(frame);
 }
 
+/*
+ * Everything kept of the path (and below it).  A path made on demand is
+ * made only while anything is kept.
+ */
+static void gf2_cache_drop_path(const struct gf2_change *ch, bool tree)
+{
+	TALLOC_CTX *frame = NULL;
+	const char *path = NULL;
+
+	if (ch->path == NULL && !gf2_meta_any()) {
+		return;
+	}
+	frame = talloc_stackframe();
+	path = gf2_cache_change_path(frame, ch);
+	if (tree) {
+		gf2_meta_changed_tree(ch->fs, path);
+	} else {
+		gf2_meta_changed(ch->fs, path);
+	}
+	TALLOC_FREE(frame);
+}
+
 void gf2_cache_change_begin(const struct gf2_change *ch)
 {
-	switch (ch->kind) {
-	case GF2_CHANGE_DATA:
-		if (ch->pf != NULL) {
-			gf2_pf_write_begin(ch->pf, ch->off, ch->len);
-		}
+	unsigned drops = gf2_change_drops(ch->kind);
+
+	if (drops & GF2_DROP_LISTS) {
+		gf2_meta_drop_lists();
+	}
+	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
+		gf2_pf_write_begin(ch->pf, ch->off, ch->len);
+	}
+	if (drops & GF2_DROP_STAT) {
 		gf2_cache_drop_stat(ch);
-		break;
-	case GF2_CHANGE_TIMES:
-		gf2_cache_drop_stat(ch);
-		break;
+	}
+	if (drops & (GF2_DROP_PATH | GF2_DROP_TREE)) {
+		gf2_cache_drop_path(ch, (drops & GF2_DROP_TREE) != 0);
 	}
 }
 
 void gf2_cache_change_end(const struct gf2_change *ch)
 {
-	if (ch->kind == GF2_CHANGE_DATA && ch->pf != NULL) {
+	if ((gf2_change_drops(ch->kind) & GF2_DROP_DATA) && ch->pf != NULL) {
 		gf2_pf_write_end(ch->pf);
 	}
 }

@@ -452,17 +452,16 @@ int gf2_t_removexattr(const struct gf2_target *t, const char *name)
 	return ret;
 }
 
-void gf2_meta_changed_fsp(struct gf2_conn *c,
-			  const struct files_struct *fsp)
+void gf2_change_path(struct gf2_conn *c, enum gf2_change_kind kind,
+		     const char *path)
 {
-	char *path = NULL;
+	struct gf2_change ch = {
+		.kind = kind,
+		.fs = c->fs,
+		.path = path,
+	};
 
-	if (!gf2_meta_any()) {
-		return;
-	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	gf2_meta_changed(c->fs, path);
-	TALLOC_FREE(path);
+	gf2_cache_change_begin(&ch);
 }
 
 static char *gf2_fsp_ref_path(TALLOC_CTX *mem_ctx, void *arg)
@@ -618,7 +617,7 @@ int gf2_openat(struct vfs_handle_struct *handle,
 		}
 	}
 	if (flags & (O_CREAT | O_TRUNC)) {
-		gf2_meta_changed(c->fs, path);
+		gf2_change_path(c, GF2_CHANGE_NAME, path);
 	}
 	if (flags & O_CREAT) {
 		uint64_t at = gf2_now_ns();

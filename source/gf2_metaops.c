@@ -81,7 +81,7 @@ int gf2_mkdirat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	at = gf2_now_ns();
 	GF2_START_PROFILE(handle, syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
@@ -116,8 +116,8 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 	}
 	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
-	gf2_meta_changed_tree(c->fs, src);
-	gf2_meta_changed_tree(c->fs, dst);
+	gf2_change_path(c, GF2_CHANGE_TREE, src);
+	gf2_change_path(c, GF2_CHANGE_TREE, dst);
 	if (src != NULL && dst != NULL) {
 		GF2_START_PROFILE(handle, syscall_renameat);
 		ret = glfs_rename(c->fs, src, dst);
@@ -234,7 +234,7 @@ int gf2_unlinkat(struct vfs_handle_struct *handle,
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
 	int ret;
 
-	gf2_meta_changed_tree(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_TREE, path);
 	if (path == NULL) {
 		return -1;
 	}
@@ -253,9 +253,13 @@ int gf2_fchmod(struct vfs_handle_struct *handle, files_struct *fsp,
 	       mode_t mode)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
+	struct gf2_fsp_ref ref;
 	int ret = -1;
 
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
+			  gf2_handle_of(handle, fsp), GF2_CHANGE_ATTRS);
+	gf2_cache_change_begin(&ch);
 	GF2_START_PROFILE(handle, syscall_fchmod);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chmod(&t, mode);
@@ -269,9 +273,13 @@ int gf2_fchown(struct vfs_handle_struct *handle, files_struct *fsp,
 	       uid_t uid, gid_t gid)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
+	struct gf2_fsp_ref ref;
 	int ret = -1;
 
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
+			  gf2_handle_of(handle, fsp), GF2_CHANGE_ATTRS);
+	gf2_cache_change_begin(&ch);
 	GF2_START_PROFILE(handle, syscall_fchown);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chown(&t, uid, gid);
@@ -291,7 +299,7 @@ int gf2_lchown(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_ATTRS, path);
 	GF2_START_PROFILE(handle, syscall_lchown);
 	ret = glfs_lchown(c->fs, path, uid, gid);
 	GF2_END_PROFILE(syscall_lchown);
@@ -388,7 +396,7 @@ int gf2_symlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	GF2_START_PROFILE(handle, syscall_symlinkat);
 	ret = glfs_symlink(c->fs, link_contents->base_name, path);
 	GF2_END_PROFILE(syscall_symlinkat);
@@ -428,8 +436,8 @@ int gf2_linkat(struct vfs_handle_struct *handle,
 	int ret = -1;
 
 	if (src != NULL && dst != NULL) {
-		gf2_meta_changed(c->fs, src);
-		gf2_meta_changed(c->fs, dst);
+		gf2_change_path(c, GF2_CHANGE_NAME, src);
+		gf2_change_path(c, GF2_CHANGE_NAME, dst);
 		GF2_START_PROFILE(handle, syscall_linkat);
 		ret = glfs_link(c->fs, src, dst);
 		GF2_END_PROFILE(syscall_linkat);
@@ -451,7 +459,7 @@ int gf2_mknodat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	GF2_START_PROFILE(handle, syscall_mknodat);
 	ret = glfs_mknod(c->fs, path, mode, dev);
 	GF2_END_PROFILE(syscall_mknodat);
@@ -598,13 +606,16 @@ int gf2_fremovexattr(struct vfs_handle_struct *handle,
 		     struct files_struct *fsp, const char *name)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
 	uint64_t at;
 	int ret;
 
-	/* kept xattr lists and values may now be wrong */
-	gf2_meta_drop_lists();
 	ret = gf2_target_of(talloc_tos(), handle, fsp, true, &t);
-	gf2_meta_changed(t.fs, t.path);
+	/* kept xattr lists and values may now be wrong */
+	ch = (struct gf2_change) {
+		.kind = GF2_CHANGE_XATTR, .fs = t.fs, .path = t.path,
+	};
+	gf2_cache_change_begin(&ch);
 	if (ret != 0) {
 		return -1;
 	}
@@ -624,13 +635,16 @@ int gf2_fsetxattr(struct vfs_handle_struct *handle,
 		  const void *value, size_t size, int flags)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
 	uint64_t at;
 	int ret;
 
-	/* kept xattr lists and values may now be wrong */
-	gf2_meta_drop_lists();
 	ret = gf2_target_of(talloc_tos(), handle, fsp, true, &t);
-	gf2_meta_changed(t.fs, t.path);
+	/* kept xattr lists and values may now be wrong */
+	ch = (struct gf2_change) {
+		.kind = GF2_CHANGE_XATTR, .fs = t.fs, .path = t.path,
+	};
+	gf2_cache_change_begin(&ch);
 	if (ret != 0) {
 		return -1;
 	}
