@@ -6,7 +6,10 @@
  * The VFS glue calls gf2_cache_sync at every entry that may answer from
  * a cache: it takes Gluster's pending upcall events and drops what the
  * data cache (prefetch) and the metadata cache hold of the changed
- * files.
+ * files.  Every change made through this process, of data or metadata,
+ * is told to the change bracket (gf2_cache_change_begin) before it is
+ * sent; an asynchronous write keeps listings off the file's stat until
+ * it is on the bricks (gf2_cache_write_begin/end).
  */
 
 #ifndef GF2_CACHE_H
