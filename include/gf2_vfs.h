@@ -124,6 +124,9 @@ struct gf2_fsp_ref {
 void gf2_change_of_fsp(struct gf2_change *ch, struct gf2_fsp_ref *ref,
 		       struct gf2_conn *c, const struct files_struct *fsp,
 		       struct gf2_handle *h, enum gf2_change_kind kind);
+/* A change of fsp that needs no end (not DATA), told to the bracket. */
+void gf2_change_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp, enum gf2_change_kind kind);
 
 /* The name of the volume behind handle, or NULL. */
 static inline const char *gf2_volname(struct vfs_handle_struct *handle)

@@ -44,12 +44,14 @@ static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
 /*
  * What the glue knows of fsp's file for the write engine, and the DATA
  * change of it for the change bracket (ref: where its path is made from,
- * the caller's).
+ * the caller's).  data: the request changes the data, so the file's
+ * prefetch state is wanted (and made, with prefetch on); an fsync
+ * changes nothing.
  */
 static void gf2_write_file_of(struct gf2_write_file *f,
 			      struct gf2_fsp_ref *ref,
 			      struct vfs_handle_struct *handle,
-			      const struct files_struct *fsp)
+			      const struct files_struct *fsp, bool data)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
@@ -64,7 +66,9 @@ static void gf2_write_file_of(struct gf2_write_file *f,
 		.wc_max_wait_ms = c != NULL ? c->wc_max_wait_ms : 0,
 	};
 	gf2_change_of_fsp(&f->change, ref, c, fsp, h, GF2_CHANGE_DATA);
-	f->change.pf = gf2_handle_pf(c, fsp, h);
+	if (data) {
+		f->change.pf = gf2_handle_pf(c, fsp, h);
+	}
 }
 
 ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
@@ -89,7 +93,7 @@ ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (fd == NULL) {
 		return -1;
 	}
-	gf2_write_file_of(&f, &ref, handle, fsp);
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
 	return gf2_write_sync(handle, fsp, fd, &f, data, n, offset);
 }
 
@@ -127,7 +131,7 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_write_file f;
 	struct gf2_fsp_ref ref;
 
-	gf2_write_file_of(&f, &ref, handle, fsp);
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
 	return gf2_write_send(mem_ctx, ev, fsp, &f, data, n, offset);
 }
 
@@ -145,7 +149,7 @@ struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_write_file f;
 	struct gf2_fsp_ref ref;
 
-	gf2_write_file_of(&f, &ref, handle, fsp);
+	gf2_write_file_of(&f, &ref, handle, fsp, false);
 	return gf2_write_fsync_send(mem_ctx, ev, fsp, &f);
 }
 
@@ -181,7 +185,7 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 		return -1;
 	}
 	/* the whole file: from 0 to the end, and the size */
-	gf2_write_file_of(&f, &ref, handle, fsp);
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
 	gf2_cache_change_begin(&f.change);
 	GF2_START_PROFILE(handle, syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
@@ -213,7 +217,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		return -1;
 	}
 	/* the whole file: from 0 to the end, and the size */
-	gf2_write_file_of(&f, &ref, handle, fsp);
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
 	gf2_cache_change_begin(&f.change);
 	GF2_START_PROFILE(handle, syscall_fallocate);
 	if (punch_hole) {

@@ -485,6 +485,17 @@ void gf2_change_of_fsp(struct gf2_change *ch, struct gf2_fsp_ref *ref,
 	};
 }
 
+void gf2_change_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp, enum gf2_change_kind kind)
+{
+	struct gf2_change ch;
+	struct gf2_fsp_ref ref;
+
+	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
+			  gf2_handle_of(handle, fsp), kind);
+	gf2_cache_change_begin(&ch);
+}
+
 /*
  * open(2) with O_NOFOLLOW: gfapi's glfs_open resolves a symlink at the
  * path and opens its target (it does not interpret O_NOFOLLOW).  Look the

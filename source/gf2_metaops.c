@@ -253,13 +253,9 @@ int gf2_fchmod(struct vfs_handle_struct *handle, files_struct *fsp,
 	       mode_t mode)
 {
 	struct gf2_target t;
-	struct gf2_change ch;
-	struct gf2_fsp_ref ref;
 	int ret = -1;
 
-	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
-			  gf2_handle_of(handle, fsp), GF2_CHANGE_ATTRS);
-	gf2_cache_change_begin(&ch);
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_ATTRS);
 	GF2_START_PROFILE(handle, syscall_fchmod);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chmod(&t, mode);
@@ -273,13 +269,9 @@ int gf2_fchown(struct vfs_handle_struct *handle, files_struct *fsp,
 	       uid_t uid, gid_t gid)
 {
 	struct gf2_target t;
-	struct gf2_change ch;
-	struct gf2_fsp_ref ref;
 	int ret = -1;
 
-	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
-			  gf2_handle_of(handle, fsp), GF2_CHANGE_ATTRS);
-	gf2_cache_change_begin(&ch);
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_ATTRS);
 	GF2_START_PROFILE(handle, syscall_fchown);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chown(&t, uid, gid);
@@ -341,8 +333,6 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 {
 	struct timespec times[2];
 	struct gf2_target t;
-	struct gf2_change ch;
-	struct gf2_fsp_ref ref;
 	int ret = -1;
 
 	if (!is_omit_timespec(&ft->create_time)) {
@@ -371,9 +361,7 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
-	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
-			  gf2_handle_of(handle, fsp), GF2_CHANGE_TIMES);
-	gf2_cache_change_begin(&ch);
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_TIMES);
 	GF2_START_PROFILE(handle, syscall_fntimes);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0 &&
 	    gf2_fill_omitted_times(&t, times) == 0) {
