@@ -72,6 +72,7 @@ CORE_SOURCES = [
     'source/gf2_pfbook.c',
     'source/gf2_wqueue.c',
     'source/gf2_readplan.c',
+    'source/gf2_change.c',
 ]
 
 MODULE_SOURCES = [
@@ -87,7 +88,9 @@ MODULE_SOURCES = [
     'source/gf2_cache.c',
     'source/gf2_wcache.c',
     # engines
+    'source/gf2_settle.c',
     'source/gf2_read.c',
+    'source/gf2_write.c',
     # VFS glue
     'source/gf2_config.c',
     'source/gf2_handles.c',
@@ -108,6 +111,7 @@ UNIT_TESTS = [
     'test_pfbook',
     'test_wqueue',
     'test_readplan',
+    'test_change',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

@@ -6,7 +6,10 @@
  * The VFS glue calls gf2_cache_sync at every entry that may answer from
  * a cache: it takes Gluster's pending upcall events and drops what the
  * data cache (prefetch) and the metadata cache hold of the changed
- * files.
+ * files.  Every change made through this process, of data or metadata,
+ * is told to the change bracket (gf2_cache_change_begin) before it is
+ * sent; an asynchronous write keeps listings off the file's stat until
+ * it is on the bricks (gf2_cache_write_begin/end).
  */
 
 #ifndef GF2_CACHE_H
@@ -15,8 +18,41 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gf2_bridge.h"
+#include "gf2_change.h"
 
 struct gf2_pf_file;
+
+/*
+ * The change bracket: every change made through this process is told
+ * here before it is sent, so that nothing kept answers with what it was
+ * before; what each kind drops is the core's rule (gf2_change.h).
+ */
+struct gf2_change {
+	enum gf2_change_kind kind;
+	glfs_t *fs;
+	/*
+	 * absolute; NULL: path_fn(mem_ctx, path_arg) makes it when it is
+	 * needed (a stat to drop, anything kept at all), or nothing
+	 */
+	const char *path;
+	char *(*path_fn)(TALLOC_CTX *mem_ctx, void *path_arg);
+	void *path_arg;
+	/* the handle's (see gf2_meta_stat_drop_due), or NULL */
+	uint64_t *stat_marker;
+	/* DATA: the file's prefetch state (may be NULL) and the range */
+	struct gf2_pf_file *pf;
+	uint64_t off;
+	uint64_t len;		/* 0: from off to the end, and the size */
+};
+
+/*
+ * ch is about to be sent: drop what it makes wrong (gf2_change_drops); a
+ * DATA change also pauses prefetching on pf until gf2_cache_change_end,
+ * called once the change is on the bricks or failed (for other kinds it
+ * does nothing).
+ */
+void gf2_cache_change_begin(const struct gf2_change *ch);
+void gf2_cache_change_end(const struct gf2_change *ch);
 
 void gf2_cache_sync(void);
 void gf2_cache_invalidate_inode(uint64_t ino, bool all);

@@ -30,7 +30,7 @@ bool gf2_meta_any(void);
 
 /* Changes made through this process, before they are sent. */
 void gf2_meta_changed(glfs_t *fs, const char *path);
-/* a rename or removal: everything below path, and every list */
+/* a rename or removal: path and everything below it */
 void gf2_meta_changed_tree(glfs_t *fs, const char *path);
 bool gf2_meta_stat_drop_due(const uint64_t *marker);
 /* An asynchronous write of ino is in flight: listings keep no stat of it. */

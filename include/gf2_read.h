@@ -16,6 +16,7 @@
 
 #include "gf2_bridge.h"
 #include "gf2_prefetch.h"
+#include "gf2_settle.h"
 
 struct files_struct;
 struct vfs_handle_struct;
@@ -48,12 +49,5 @@ ssize_t gf2_read_sync(struct vfs_handle_struct *handle,
 		      struct files_struct *fsp, glfs_fd_t *fd,
 		      const char *volname, void *data, size_t n,
 		      off_t offset);
-
-/*
- * Blocks until everything this process acknowledged of fsp's file is on
- * the bricks: before anything that reads or changes it otherwise.  0, or
- * -1 with errno ETIMEDOUT (see gf2_wc_drain_file_sync).
- */
-int gf2_settle_sync(const char *volname, const struct files_struct *fsp);
 
 #endif /* GF2_READ_H */

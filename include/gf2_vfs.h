@@ -16,6 +16,7 @@
 #include "gf2_cache.h"
 #include "gf2_wcache.h"
 #include "gf2_read.h"
+#include "gf2_write.h"
 
 #define GF2_MODULE_NAME "glusterfs2"
 
@@ -43,8 +44,7 @@ struct gf2_conn {
 struct gf2_handle {
 	struct gf2_fh *fh;
 	struct gf2_pf_file *pf;	/* prefetch state of the file, lazily */
-	struct gf2_wc *wc;	/* write cache, from the first cached write */
-	struct gf2_cache_write *wc_bracket;	/* wc's end hook argument */
+	struct gf2_write_slot wcache;	/* from the first cached write */
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
@@ -106,13 +106,27 @@ int gf2_t_setxattr(const struct gf2_target *t, const char *name,
 		   const void *value, size_t size, int flags);
 int gf2_t_removexattr(const struct gf2_target *t, const char *name);
 
-/* Cache upkeep for changes through an fsp. */
-void gf2_meta_changed_fsp(struct gf2_conn *c,
-			  const struct files_struct *fsp);
-/* h: fsp's handle, or NULL */
-void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
-			       const struct files_struct *fsp,
-			       struct gf2_handle *h);
+/*
+ * A change of the object at the absolute path (may be NULL) of c's
+ * volume, told to the change bracket before it is sent.
+ */
+void gf2_change_path(struct gf2_conn *c, enum gf2_change_kind kind,
+		     const char *path);
+/*
+ * A change of fsp for the change bracket (gf2_cache_change_begin): its
+ * path is made from *ref (the caller's, kept until the bracket began)
+ * only when something kept needs it.  h: fsp's handle, or NULL.
+ */
+struct gf2_fsp_ref {
+	struct gf2_conn *c;
+	const struct files_struct *fsp;
+};
+void gf2_change_of_fsp(struct gf2_change *ch, struct gf2_fsp_ref *ref,
+		       struct gf2_conn *c, const struct files_struct *fsp,
+		       struct gf2_handle *h, enum gf2_change_kind kind);
+/* A change of fsp that needs no end (not DATA), told to the bracket. */
+void gf2_change_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp, enum gf2_change_kind kind);
 
 /* The name of the volume behind handle, or NULL. */
 static inline const char *gf2_volname(struct vfs_handle_struct *handle)

@@ -4,11 +4,12 @@
  *
  * Layer: caches.
  *
- * The glue decides whether a write may be cached (the lease state, the
- * option) and calls the sync points; this file keeps the queue's buffers,
- * sends them with the bridge's asynchronous writes, waits for them, and
- * keeps the per-head registry that makes another process's open of the
- * file wait until every acknowledged byte is on the bricks.
+ * The write engine (gf2_write.c) decides whether a write may be cached
+ * (the lease state, the option); it and the glue call the sync points.
+ * This file keeps the queue's buffers, sends them with the bridge's
+ * asynchronous writes, waits for them, and keeps the per-head registry
+ * that makes another process's open of the file wait until every
+ * acknowledged byte is on the bricks.
  */
 
 #ifndef GF2_WCACHE_H
@@ -65,9 +66,6 @@ struct tevent_req *gf2_wc_fsync_send(TALLOC_CTX *mem_ctx,
 				     struct gf2_wc *wc);
 int gf2_wc_fsync_recv(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state);
-
-/* req came from gf2_wc_write_send or gf2_wc_fsync_send */
-bool gf2_wc_is_req(struct tevent_req *req);
 
 /*
  * Blocks until everything queued is on the bricks.  Returns 0, or the

@@ -18,6 +18,81 @@ void gf2_cache_invalidate_inode(uint64_t ino, bool all)
 	gf2_meta_invalidate_inode(ino, all);
 }
 
+/* The path of the change's object, made when the rule needs it. */
+static const char *gf2_cache_change_path(TALLOC_CTX *mem_ctx,
+					 const struct gf2_change *ch)
+{
+	if (ch->path != NULL || ch->path_fn == NULL) {
+		return ch->path;
+	}
+	return ch->path_fn(mem_ctx, ch->path_arg);
+}
+
+/*
+ * The file's data or times changed: its kept stat goes, its xattrs stay.
+ * A handle (stat_marker) names no path again until a listing keeps a
+ * stat again.
+ */
+static void gf2_cache_drop_stat(const struct gf2_change *ch)
+{
+	TALLOC_CTX *frame = NULL;
+
+	if (!gf2_meta_stat_drop_due(ch->stat_marker)) {
+		return;
+	}
+	frame = talloc_stackframe();
+	gf2_meta_changed_stat(ch->fs, gf2_cache_change_path(frame, ch),
+			      ch->stat_marker);
+	TALLOC_FREE(frame);
+}
+
+/*
+ * Everything kept of the path (and below it).  A path made on demand is
+ * made only while anything is kept.
+ */
+static void gf2_cache_drop_path(const struct gf2_change *ch, bool tree)
+{
+	TALLOC_CTX *frame = NULL;
+	const char *path = NULL;
+
+	if (ch->path == NULL && !gf2_meta_any()) {
+		return;
+	}
+	frame = talloc_stackframe();
+	path = gf2_cache_change_path(frame, ch);
+	if (tree) {
+		gf2_meta_changed_tree(ch->fs, path);
+	} else {
+		gf2_meta_changed(ch->fs, path);
+	}
+	TALLOC_FREE(frame);
+}
+
+void gf2_cache_change_begin(const struct gf2_change *ch)
+{
+	unsigned drops = gf2_change_drops(ch->kind);
+
+	if (drops & GF2_DROP_LISTS) {
+		gf2_meta_drop_lists();
+	}
+	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
+		gf2_pf_write_begin(ch->pf, ch->off, ch->len);
+	}
+	if (drops & GF2_DROP_STAT) {
+		gf2_cache_drop_stat(ch);
+	}
+	if (drops & (GF2_DROP_PATH | GF2_DROP_TREE)) {
+		gf2_cache_drop_path(ch, (drops & GF2_DROP_TREE) != 0);
+	}
+}
+
+void gf2_cache_change_end(const struct gf2_change *ch)
+{
+	if ((gf2_change_drops(ch->kind) & GF2_DROP_DATA) && ch->pf != NULL) {
+		gf2_pf_write_end(ch->pf);
+	}
+}
+
 struct gf2_cache_write {
 	struct gf2_pf_file *pf;
 	uint64_t ino;

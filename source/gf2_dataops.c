@@ -4,12 +4,12 @@
  *
  * Layer: glue.
  *
- * Reads are handed to the read engine (gf2_read.c), which settles them,
- * lets prefetch answer them or sends them to Gluster.  Writes and fsyncs
- * go to the write cache (gf2_wcache.c) or to the bridge from here.  Every
- * change of a file's data is bracketed by gf2_change_begin/end: the overlapping
- * prefetched data is dropped and prefetching paused until the change is
- * on the bricks, and the file's kept stat is dropped.
+ * Reads are handed to the read engine (gf2_read.c), writes and fsyncs to
+ * the write engine (gf2_write.c), with what the glue knows of the file.
+ * Every change of a file's data goes through the change bracket
+ * (gf2_cache_change_begin/end, gf2_cache.c): the overlapping prefetched
+ * data is dropped and prefetching paused until the change is on the
+ * bricks, and the file's kept stat is dropped.
  */
 
 #include "includes.h"
@@ -20,26 +20,6 @@
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
-
-/*
- * The handle holds a write-caching lease or an exclusive or batch oplock,
- * and no break of it is under way: no other opener can exist without a
- * break first, so a write may be acknowledged once queued.
- */
-static bool gf2_write_caching(const struct files_struct *fsp)
-{
-	if (fsp->oplock_type == LEASE_OPLOCK) {
-		return fsp->lease != NULL &&
-		       (fsp->lease->lease.lease_state & SMB2_LEASE_WRITE) &&
-		       !(fsp->lease->lease.lease_flags &
-			 SMB2_LEASE_FLAG_BREAK_IN_PROGRESS);
-	}
-	/* a batch oplock is BATCH_OPLOCK|EXCLUSIVE_OPLOCK */
-	if (EXCLUSIVE_OPLOCK_TYPE(fsp->oplock_type)) {
-		return fsp->sent_oplock_break == NO_BREAK_SENT;
-	}
-	return false;
-}
 
 /*
  * The prefetch state of the file behind fsp, shared by all its handles in
@@ -62,31 +42,32 @@ static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
 }
 
 /*
- * [off, off + len) of fsp's data is about to change (len 0: from off to
- * the end, and the size).  Returns the prefetch state to pass to
- * gf2_change_end once the change is on the bricks (may be NULL).
+ * What the glue knows of fsp's file for the write engine, and the DATA
+ * change of it for the change bracket (ref: where its path is made from,
+ * the caller's).  data: the request changes the data, so the file's
+ * prefetch state is wanted (and made, with prefetch on); an fsync
+ * changes nothing.
  */
-static struct gf2_pf_file *gf2_change_begin(struct vfs_handle_struct *handle,
-					    files_struct *fsp,
-					    struct gf2_handle *h,
-					    uint64_t off, uint64_t len)
+static void gf2_write_file_of(struct gf2_write_file *f,
+			      struct gf2_fsp_ref *ref,
+			      struct vfs_handle_struct *handle,
+			      const struct files_struct *fsp, bool data)
 {
 	struct gf2_conn *c = gf2_conn_of(handle);
-	struct gf2_pf_file *pf = gf2_handle_pf(c, fsp, h);
+	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 
-	if (pf != NULL) {
-		gf2_pf_write_begin(pf, off, len);
-	}
-	gf2_meta_changed_stat_fsp(c, fsp, h);
-	return pf;
-}
-
-static void gf2_change_end(void *arg)
-{
-	struct gf2_pf_file *pf = arg;
-
-	if (pf != NULL) {
-		gf2_pf_write_end(pf);
+	*f = (struct gf2_write_file) {
+		.fh = h != NULL ? h->fh : NULL,
+		.slot = h != NULL ? &h->wcache : NULL,
+		.is_dir = h != NULL && h->is_dir,
+		.volname = c != NULL ? c->vol->volname : NULL,
+		.st = c != NULL ? c->st : NULL,
+		.write_cache = c != NULL && c->write_cache,
+		.wc_max_wait_ms = c != NULL ? c->wc_max_wait_ms : 0,
+	};
+	gf2_change_of_fsp(&f->change, ref, c, fsp, h, GF2_CHANGE_DATA);
+	if (data) {
+		f->change.pf = gf2_handle_pf(c, fsp, h);
 	}
 }
 
@@ -102,49 +83,18 @@ ssize_t gf2_pread(struct vfs_handle_struct *handle, files_struct *fsp,
 			     offset);
 }
 
-/*
- * A POSIX append write (offset VFS_PWRITE_APPEND_OFFSET, gf2_compat.h)
- * goes to the end of the file: the offset becomes the file's size.  The
- * Gluster file was opened with O_APPEND (smbd adds it), so the brick
- * appends even when another client grew the file in between; the size
- * only tells the caches which range changed.
- */
-static off_t gf2_write_offset(files_struct *fsp, glfs_fd_t *fd,
-			      off_t offset)
-{
-	struct stat st;
-
-	if (!gf2_is_append_write(fsp, offset)) {
-		return offset;
-	}
-	if (fd == NULL || glfs_fstat(fd, &st) != 0) {
-		return offset;	/* the write then fails with EINVAL */
-	}
-	return st.st_size;
-}
-
 ssize_t gf2_pwrite(struct vfs_handle_struct *handle, files_struct *fsp,
 		   const void *data, size_t n, off_t offset)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
-	struct gf2_pf_file *pf = NULL;
-	ssize_t ret;
+	struct gf2_write_file f;
+	struct gf2_fsp_ref ref;
 
 	if (fd == NULL) {
 		return -1;
 	}
-	/* queued bytes first: an append goes after them */
-	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
-		return -1;
-	}
-	offset = gf2_write_offset(fsp, fd, offset);
-	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp),
-			      offset, n);
-	GF2_START_PROFILE_BYTES(handle, syscall_pwrite, n);
-	ret = glfs_pwrite(fd, data, n, offset, 0, NULL, NULL);
-	GF2_END_PROFILE_BYTES(syscall_pwrite);
-	gf2_change_end(pf);
-	return ret;
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
+	return gf2_write_sync(handle, fsp, fd, &f, data, n, offset);
 }
 
 struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
@@ -178,127 +128,17 @@ struct tevent_req *gf2_pwrite_send_fn(struct vfs_handle_struct *handle,
 				      const void *data, size_t n,
 				      off_t offset)
 {
-	struct gf2_conn *c = gf2_conn_of(handle);
-	struct gf2_handle *h = gf2_handle_of(handle, fsp);
-	struct gf2_pf_file *pf = NULL;
-	struct gf2_cache_write *w = NULL;
-	bool append = gf2_is_append_write(fsp, offset);
-	bool cache = false;
+	struct gf2_write_file f;
+	struct gf2_fsp_ref ref;
 
-	if (append) {
-		/*
-		 * queued bytes first: an append goes after them (if the
-		 * wait gave up, what was sent already is still ahead)
-		 */
-		(void)gf2_settle_sync(gf2_volname(handle), fsp);
-		offset = gf2_write_offset(fsp, gf2_io_fd(handle, fsp), offset);
-	}
-	pf = gf2_change_begin(handle, fsp, h, offset, n);
-	cache = !append && c != NULL && c->write_cache && h != NULL &&
-		h->fh != NULL && h->fh->fd != NULL && gf2_write_caching(fsp);
-	if (cache && h->wc == NULL) {
-		/* NULL (no memory, no registry): written directly */
-		h->wc_bracket = gf2_cache_queued_new(fsp, pf,
-						     fsp->file_id.inode);
-		if (h->wc_bracket != NULL) {
-			h->wc = gf2_wc_new(fsp, ev, h->fh, c->st,
-					   c->vol->volname,
-					   fsp->fsp_name->st.st_ex_ino,
-					   c->wc_max_wait_ms,
-					   gf2_cache_write_end, h->wc_bracket);
-		}
-		if (h->wc == NULL) {
-			TALLOC_FREE(h->wc_bracket);
-		}
-	}
-	if (h != NULL && h->wc != NULL) {
-		/*
-		 * Checked on every write: a break stops early answers.
-		 * Until the write is on the bricks (queued or not),
-		 * listings keep no stat of the file: smbd's stat of a
-		 * listed entry waits for the queued bytes, and must then
-		 * not be answered with a stat the listing read before
-		 * they landed.
-		 */
-		struct tevent_req *req = NULL;
-
-		gf2_cache_queued_begin(h->wc_bracket);
-		req = gf2_wc_write_send(mem_ctx, ev, h->wc, cache, data, n,
-					offset);
-		if (req == NULL) {
-			gf2_cache_write_end(h->wc_bracket);
-		}
-		return req;
-	}
-	/* until the write ends, listings keep no stat of the file */
-	w = gf2_cache_write_begin(pf, fsp->file_id.inode);
-	if (w == NULL) {
-		gf2_change_end(pf);
-		return NULL;
-	}
-	return gf2_pwrite_send(mem_ctx, ev, h != NULL ? h->fh : NULL, data, n,
-			       offset, gf2_cache_write_end, w);
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
+	return gf2_write_send(mem_ctx, ev, fsp, &f, data, n, offset);
 }
 
 ssize_t gf2_pwrite_recv_fn(struct tevent_req *req,
 			   struct vfs_aio_state *aio_state)
 {
-	if (gf2_wc_is_req(req)) {
-		return gf2_wc_write_recv(req, aio_state);
-	}
-	return gf2_pwrite_recv(req, aio_state);
-}
-
-/*
- * FLUSH, and the fsync after a WRITE_THROUGH write, answer for the file,
- * not for the handle: Windows opens a file more than once under one lease
- * key and may write through one handle and flush another.  First every
- * write this process acknowledged of the file, through any handle, lands
- * (gf2_wc_settle_send, without blocking the main loop); then this
- * handle's own queue is drained and Gluster's fsync sent.  An error that
- * another handle's queued write met is reported too (that handle keeps
- * it for its own next write, FLUSH or close).  smbd keeps fsp until the
- * request is done.
- */
-struct gf2_file_fsync_state {
-	struct vfs_handle_struct *handle;
-	struct tevent_context *ev;
-	struct files_struct *fsp;
-	bool cached;		/* the fsync went through the handle's cache */
-	struct gf2_ident as;	/* the fsync may start from a completion */
-	struct vfs_aio_state aio_state;
-};
-
-static void gf2_file_fsync_settled(struct tevent_req *subreq);
-static void gf2_file_fsync_done(struct tevent_req *subreq);
-
-static bool gf2_file_fsync_start(struct tevent_req *req)
-{
-	struct gf2_file_fsync_state *state = tevent_req_data(
-		req, struct gf2_file_fsync_state);
-	struct gf2_handle *h = gf2_handle_of(state->handle, state->fsp);
-	struct tevent_req *subreq = NULL;
-
-	state->cached = h != NULL && !h->is_dir && h->wc != NULL;
-	if (h != NULL && h->is_dir) {
-		/*
-		 * smbd lets a directory opened to add entries be flushed;
-		 * a local share answers with fsync(2) of the directory.
-		 * Entries are made on the bricks before they answer.
-		 */
-		subreq = gf2_fsync_none_send(state, state->ev);
-	} else if (state->cached) {
-		/* what this handle acknowledged goes first, then the fsync */
-		subreq = gf2_wc_fsync_send(state, state->ev, h->wc);
-	} else {
-		subreq = gf2_fsync_send(state, state->ev,
-					h != NULL ? h->fh : NULL);
-	}
-	if (tevent_req_nomem(subreq, req)) {
-		return false;
-	}
-	tevent_req_set_callback(subreq, gf2_file_fsync_done, req);
-	return true;
+	return gf2_write_recv(req, aio_state);
 }
 
 struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
@@ -306,109 +146,17 @@ struct tevent_req *gf2_fsync_send_fn(struct vfs_handle_struct *handle,
 				     struct tevent_context *ev,
 				     struct files_struct *fsp)
 {
-	struct gf2_conn *c = gf2_conn_of(handle);
-	struct tevent_req *req = NULL;
-	struct tevent_req *subreq = NULL;
-	struct gf2_file_fsync_state *state = NULL;
+	struct gf2_write_file f;
+	struct gf2_fsp_ref ref;
 
-	req = tevent_req_create(mem_ctx, &state, struct gf2_file_fsync_state);
-	if (req == NULL) {
-		return NULL;
-	}
-	*state = (struct gf2_file_fsync_state) {
-		.handle = handle, .ev = ev, .fsp = fsp,
-	};
-	if (!gf2_ident_capture(state, &state->as)) {
-		tevent_req_oom(req);
-		return tevent_req_post(req, ev);
-	}
-	if (c == NULL || fsp->fsp_name == NULL ||
-	    !gf2_wc_file_busy(c->vol->volname,
-			      fsp->fsp_name->st.st_ex_ino)) {
-		if (!gf2_file_fsync_start(req)) {
-			return tevent_req_post(req, ev);
-		}
-		return req;
-	}
-	subreq = gf2_wc_settle_send(state, ev, c->vol->volname,
-				    fsp->fsp_name->st.st_ex_ino);
-	if (tevent_req_nomem(subreq, req)) {
-		return tevent_req_post(req, ev);
-	}
-	tevent_req_set_callback(subreq, gf2_file_fsync_settled, req);
-	return req;
-}
-
-static void gf2_file_fsync_settled(struct tevent_req *subreq)
-{
-	struct tevent_req *req = tevent_req_callback_data(subreq,
-							  struct tevent_req);
-	struct gf2_file_fsync_state *state = tevent_req_data(
-		req, struct gf2_file_fsync_state);
-	int err = gf2_wc_settle_recv(subreq);
-	bool switched;
-
-	TALLOC_FREE(subreq);
-	if (tevent_req_error(req, err)) {
-		return;
-	}
-	switched = gf2_ident_enter(&state->as);
-	(void)gf2_file_fsync_start(req);
-	if (switched) {
-		gf2_ident_leave();
-	}
-}
-
-static void gf2_file_fsync_done(struct tevent_req *subreq)
-{
-	struct tevent_req *req = tevent_req_callback_data(subreq,
-							  struct tevent_req);
-	struct gf2_file_fsync_state *state = tevent_req_data(
-		req, struct gf2_file_fsync_state);
-	struct gf2_conn *c = gf2_conn_of(state->handle);
-	int ret;
-	int err;
-
-	if (state->cached) {
-		ret = gf2_wc_fsync_recv(subreq, &state->aio_state);
-	} else {
-		ret = gf2_fsync_recv(subreq, &state->aio_state);
-	}
-	TALLOC_FREE(subreq);
-	if (ret != 0) {
-		tevent_req_error(req, state->aio_state.error);
-		return;
-	}
-	if (c != NULL && state->fsp->fsp_name != NULL) {
-		err = gf2_wc_file_error(c->vol->volname,
-					state->fsp->fsp_name->st.st_ex_ino);
-		if (err != 0) {
-			DBG_NOTICE("%s: a write acknowledged through another "
-				   "handle failed: %s\n",
-				   fsp_str_dbg(state->fsp), strerror(err));
-			state->aio_state.error = err;
-			tevent_req_error(req, err);
-			return;
-		}
-	}
-	tevent_req_done(req);
+	gf2_write_file_of(&f, &ref, handle, fsp, false);
+	return gf2_write_fsync_send(mem_ctx, ev, fsp, &f);
 }
 
 int gf2_fsync_recv_fn(struct tevent_req *req,
 		      struct vfs_aio_state *aio_state)
 {
-	struct gf2_file_fsync_state *state = tevent_req_data(
-		req, struct gf2_file_fsync_state);
-	int err;
-
-	if (tevent_req_is_unix_error(req, &err)) {
-		aio_state->error = err;
-		tevent_req_received(req);
-		return -1;
-	}
-	*aio_state = state->aio_state;
-	tevent_req_received(req);
-	return 0;
+	return gf2_write_fsync_recv(req, aio_state);
 }
 
 off_t gf2_lseek(struct vfs_handle_struct *handle, files_struct *fsp,
@@ -426,7 +174,8 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 		  off_t len)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
-	struct gf2_pf_file *pf = NULL;
+	struct gf2_write_file f;
+	struct gf2_fsp_ref ref;
 	int ret;
 
 	if (fd == NULL) {
@@ -435,11 +184,13 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
-	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
+	/* the whole file: from 0 to the end, and the size */
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
+	gf2_cache_change_begin(&f.change);
 	GF2_START_PROFILE(handle, syscall_ftruncate);
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	GF2_END_PROFILE(syscall_ftruncate);
-	gf2_change_end(pf);
+	gf2_cache_change_end(&f.change);
 	return ret;
 }
 
@@ -448,7 +199,8 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		  off_t offset, off_t len)
 {
 	glfs_fd_t *fd = gf2_io_fd(handle, fsp);
-	struct gf2_pf_file *pf = NULL;
+	struct gf2_write_file f;
+	struct gf2_fsp_ref ref;
 	int keep_size = mode & VFS_FALLOCATE_FL_KEEP_SIZE;
 	int punch_hole = mode & VFS_FALLOCATE_FL_PUNCH_HOLE;
 	int ret;
@@ -464,7 +216,9 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
-	pf = gf2_change_begin(handle, fsp, gf2_handle_of(handle, fsp), 0, 0);
+	/* the whole file: from 0 to the end, and the size */
+	gf2_write_file_of(&f, &ref, handle, fsp, true);
+	gf2_cache_change_begin(&f.change);
 	GF2_START_PROFILE(handle, syscall_fallocate);
 	if (punch_hole) {
 		ret = glfs_discard(fd, offset, len);
@@ -472,7 +226,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 		ret = glfs_fallocate(fd, keep_size, offset, len);
 	}
 	GF2_END_PROFILE(syscall_fallocate);
-	gf2_change_end(pf);
+	gf2_cache_change_end(&f.change);
 	return ret;
 }
 

@@ -452,37 +452,48 @@ int gf2_t_removexattr(const struct gf2_target *t, const char *name)
 	return ret;
 }
 
-void gf2_meta_changed_fsp(struct gf2_conn *c,
-			  const struct files_struct *fsp)
+void gf2_change_path(struct gf2_conn *c, enum gf2_change_kind kind,
+		     const char *path)
 {
-	char *path = NULL;
+	struct gf2_change ch = {
+		.kind = kind,
+		.fs = c->fs,
+		.path = path,
+	};
 
-	if (!gf2_meta_any()) {
-		return;
-	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	gf2_meta_changed(c->fs, path);
-	TALLOC_FREE(path);
+	gf2_cache_change_begin(&ch);
 }
 
-/*
- * fsp's data or times changed: its kept stat goes, its xattrs stay.  On
- * the write path a handle names no path again until a listing keeps a
- * stat again.
- */
-void gf2_meta_changed_stat_fsp(struct gf2_conn *c,
-			       const struct files_struct *fsp,
-			       struct gf2_handle *h)
+static char *gf2_fsp_ref_path(TALLOC_CTX *mem_ctx, void *arg)
 {
-	uint64_t *marker = h != NULL ? &h->md_stat_puts : NULL;
-	char *path = NULL;
+	struct gf2_fsp_ref *ref = arg;
 
-	if (!gf2_meta_stat_drop_due(marker)) {
-		return;
-	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	gf2_meta_changed_stat(c->fs, path, marker);
-	TALLOC_FREE(path);
+	return gf2_fsp_path(mem_ctx, ref->c, ref->fsp);
+}
+
+void gf2_change_of_fsp(struct gf2_change *ch, struct gf2_fsp_ref *ref,
+		       struct gf2_conn *c, const struct files_struct *fsp,
+		       struct gf2_handle *h, enum gf2_change_kind kind)
+{
+	*ref = (struct gf2_fsp_ref) { .c = c, .fsp = fsp };
+	*ch = (struct gf2_change) {
+		.kind = kind,
+		.fs = c->fs,
+		.path_fn = gf2_fsp_ref_path,
+		.path_arg = ref,
+		.stat_marker = h != NULL ? &h->md_stat_puts : NULL,
+	};
+}
+
+void gf2_change_fsp(struct vfs_handle_struct *handle,
+		    const struct files_struct *fsp, enum gf2_change_kind kind)
+{
+	struct gf2_change ch;
+	struct gf2_fsp_ref ref;
+
+	gf2_change_of_fsp(&ch, &ref, gf2_conn_of(handle), fsp,
+			  gf2_handle_of(handle, fsp), kind);
+	gf2_cache_change_begin(&ch);
 }
 
 /*
@@ -617,7 +628,7 @@ int gf2_openat(struct vfs_handle_struct *handle,
 		}
 	}
 	if (flags & (O_CREAT | O_TRUNC)) {
-		gf2_meta_changed(c->fs, path);
+		gf2_change_path(c, GF2_CHANGE_NAME, path);
 	}
 	if (flags & O_CREAT) {
 		uint64_t at = gf2_now_ns();
@@ -683,10 +694,10 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		return -1;
 	}
 	GF2_START_PROFILE(handle, syscall_close);
-	if (h->wc != NULL) {
+	if (h->wcache.wc != NULL) {
 		/* what was acknowledged reaches the bricks first */
-		wc_err = gf2_wc_drain_sync(h->wc);
-		TALLOC_FREE(h->wc);
+		wc_err = gf2_wc_drain_sync(h->wcache.wc);
+		TALLOC_FREE(h->wcache.wc);
 	}
 	ret = gf2_fh_close(h->fh);
 	if (ret == 0 && wc_err != 0) {

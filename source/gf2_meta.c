@@ -651,7 +651,6 @@ void gf2_meta_changed_tree(glfs_t *fs, const char *path)
 {
 	struct gf2_meta_id *id = NULL;
 
-	gf2_meta_drop_lists();
 	if (path == NULL) {
 		return;
 	}

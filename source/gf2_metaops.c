@@ -81,7 +81,7 @@ int gf2_mkdirat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	at = gf2_now_ns();
 	GF2_START_PROFILE(handle, syscall_mkdirat);
 	ret = glfs_mkdir(c->fs, path, mode);
@@ -116,8 +116,8 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 	}
 	src = gf2_at_path(talloc_tos(), c, srcdir_fsp, smb_fname_src);
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
-	gf2_meta_changed_tree(c->fs, src);
-	gf2_meta_changed_tree(c->fs, dst);
+	gf2_change_path(c, GF2_CHANGE_TREE, src);
+	gf2_change_path(c, GF2_CHANGE_TREE, dst);
 	if (src != NULL && dst != NULL) {
 		GF2_START_PROFILE(handle, syscall_renameat);
 		ret = glfs_rename(c->fs, src, dst);
@@ -234,7 +234,7 @@ int gf2_unlinkat(struct vfs_handle_struct *handle,
 	char *path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
 	int ret;
 
-	gf2_meta_changed_tree(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_TREE, path);
 	if (path == NULL) {
 		return -1;
 	}
@@ -255,7 +255,7 @@ int gf2_fchmod(struct vfs_handle_struct *handle, files_struct *fsp,
 	struct gf2_target t;
 	int ret = -1;
 
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_ATTRS);
 	GF2_START_PROFILE(handle, syscall_fchmod);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chmod(&t, mode);
@@ -271,7 +271,7 @@ int gf2_fchown(struct vfs_handle_struct *handle, files_struct *fsp,
 	struct gf2_target t;
 	int ret = -1;
 
-	gf2_meta_changed_fsp(gf2_conn_of(handle), fsp);
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_ATTRS);
 	GF2_START_PROFILE(handle, syscall_fchown);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0) {
 		ret = gf2_t_chown(&t, uid, gid);
@@ -291,7 +291,7 @@ int gf2_lchown(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_ATTRS, path);
 	GF2_START_PROFILE(handle, syscall_lchown);
 	ret = glfs_lchown(c->fs, path, uid, gid);
 	GF2_END_PROFILE(syscall_lchown);
@@ -361,8 +361,7 @@ int gf2_fntimes(struct vfs_handle_struct *handle, files_struct *fsp,
 	if (gf2_settle_sync(gf2_volname(handle), fsp) != 0) {
 		return -1;
 	}
-	gf2_meta_changed_stat_fsp(gf2_conn_of(handle), fsp,
-				  gf2_handle_of(handle, fsp));
+	gf2_change_fsp(handle, fsp, GF2_CHANGE_TIMES);
 	GF2_START_PROFILE(handle, syscall_fntimes);
 	if (gf2_target_of(talloc_tos(), handle, fsp, false, &t) == 0 &&
 	    gf2_fill_omitted_times(&t, times) == 0) {
@@ -385,7 +384,7 @@ int gf2_symlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	GF2_START_PROFILE(handle, syscall_symlinkat);
 	ret = glfs_symlink(c->fs, link_contents->base_name, path);
 	GF2_END_PROFILE(syscall_symlinkat);
@@ -425,8 +424,8 @@ int gf2_linkat(struct vfs_handle_struct *handle,
 	int ret = -1;
 
 	if (src != NULL && dst != NULL) {
-		gf2_meta_changed(c->fs, src);
-		gf2_meta_changed(c->fs, dst);
+		gf2_change_path(c, GF2_CHANGE_NAME, src);
+		gf2_change_path(c, GF2_CHANGE_NAME, dst);
 		GF2_START_PROFILE(handle, syscall_linkat);
 		ret = glfs_link(c->fs, src, dst);
 		GF2_END_PROFILE(syscall_linkat);
@@ -448,7 +447,7 @@ int gf2_mknodat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
-	gf2_meta_changed(c->fs, path);
+	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	GF2_START_PROFILE(handle, syscall_mknodat);
 	ret = glfs_mknod(c->fs, path, mode, dev);
 	GF2_END_PROFILE(syscall_mknodat);
@@ -595,13 +594,16 @@ int gf2_fremovexattr(struct vfs_handle_struct *handle,
 		     struct files_struct *fsp, const char *name)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
 	uint64_t at;
 	int ret;
 
-	/* kept xattr lists and values may now be wrong */
-	gf2_meta_drop_lists();
 	ret = gf2_target_of(talloc_tos(), handle, fsp, true, &t);
-	gf2_meta_changed(t.fs, t.path);
+	/* kept xattr lists and values may now be wrong */
+	ch = (struct gf2_change) {
+		.kind = GF2_CHANGE_XATTR, .fs = t.fs, .path = t.path,
+	};
+	gf2_cache_change_begin(&ch);
 	if (ret != 0) {
 		return -1;
 	}
@@ -621,13 +623,16 @@ int gf2_fsetxattr(struct vfs_handle_struct *handle,
 		  const void *value, size_t size, int flags)
 {
 	struct gf2_target t;
+	struct gf2_change ch;
 	uint64_t at;
 	int ret;
 
-	/* kept xattr lists and values may now be wrong */
-	gf2_meta_drop_lists();
 	ret = gf2_target_of(talloc_tos(), handle, fsp, true, &t);
-	gf2_meta_changed(t.fs, t.path);
+	/* kept xattr lists and values may now be wrong */
+	ch = (struct gf2_change) {
+		.kind = GF2_CHANGE_XATTR, .fs = t.fs, .path = t.path,
+	};
+	gf2_cache_change_begin(&ch);
 	if (ret != 0) {
 		return -1;
 	}

@@ -5,7 +5,7 @@
  *
  * One request state carries a read from the VFS entry to its answer:
  *
- *   gf2_read_send --busy file?--> gf2_wc_settle_send --settled--.
+ *   gf2_read_send --busy file?--> gf2_settle_then --settled--.
  *        |                                                      |
  *        '------------------------------------------------------+
  *                                                               v
@@ -20,9 +20,10 @@
  *   its part of the reply --last piece--> done (gf2_rp_total)
  *
  * Settling: a read of a file this process acknowledged writes of that
- * are not yet on the bricks first waits for them (gf2_wc_settle_send,
- * without blocking the main loop), so it sees them; the latched error of
- * such a write stays for the next write, FLUSH or close.
+ * are not yet on the bricks first waits for them (gf2_settle_then,
+ * gf2_settle.c, without blocking the main loop), so it sees them; the
+ * latched error of such a write stays for the next write, FLUSH or
+ * close.
  *
  * Identity: gfapi makes every call as the identity the submitting thread
  * holds.  The request captures smbd's identity when it comes in; what it
@@ -40,8 +41,8 @@
 #include "smbprofile.h"
 #include "lib/util/tevent_unix.h"
 #include "gf2_compat.h"
-#include "gf2_wcache.h"
 #include "gf2_cache.h"
+#include "gf2_settle.h"
 #include "gf2_readplan.h"
 #include "gf2_read.h"
 
@@ -99,7 +100,6 @@ struct gf2_read_piece {
 	bool whole;		/* counted in gf2_read_whole_in_flight */
 };
 
-static void gf2_read_settled(struct tevent_req *subreq);
 static void gf2_read_start(struct tevent_req *req);
 static void gf2_read_woken(void *arg, enum gf2_pfb_serve r, uint64_t got);
 static void gf2_read_direct(struct tevent_req *req);
@@ -146,7 +146,6 @@ struct tevent_req *gf2_read_send(TALLOC_CTX *mem_ctx,
 				 void *data, size_t n, off_t offset)
 {
 	struct tevent_req *req = NULL;
-	struct tevent_req *subreq = NULL;
 	struct gf2_read_state *state = NULL;
 
 	req = tevent_req_create(mem_ctx, &state, struct gf2_read_state);
@@ -165,14 +164,11 @@ struct tevent_req *gf2_read_send(TALLOC_CTX *mem_ctx,
 		tevent_req_oom(req);
 		return tevent_req_post(req, ev);
 	}
-	if (f->volname != NULL && fsp->fsp_name != NULL &&
-	    gf2_wc_file_busy(f->volname, fsp->fsp_name->st.st_ex_ino)) {
-		subreq = gf2_wc_settle_send(state, ev, f->volname,
-					    fsp->fsp_name->st.st_ex_ino);
-		if (tevent_req_nomem(subreq, req)) {
+	if (gf2_settle_then(state, req, ev, f->volname, fsp, &state->as,
+			    gf2_read_start)) {
+		if (!tevent_req_is_in_progress(req)) {
 			return tevent_req_post(req, ev);
 		}
-		tevent_req_set_callback(subreq, gf2_read_settled, req);
 		return req;
 	}
 	gf2_read_start(req);
@@ -180,27 +176,6 @@ struct tevent_req *gf2_read_send(TALLOC_CTX *mem_ctx,
 		return tevent_req_post(req, ev);
 	}
 	return req;
-}
-
-static void gf2_read_settled(struct tevent_req *subreq)
-{
-	struct tevent_req *req = tevent_req_callback_data(subreq,
-							  struct tevent_req);
-	struct gf2_read_state *state = tevent_req_data(
-		req, struct gf2_read_state);
-	int err = gf2_wc_settle_recv(subreq);
-	bool switched;
-
-	TALLOC_FREE(subreq);
-	if (tevent_req_error(req, err)) {
-		return;
-	}
-	/* started from a completion: as the request's user */
-	switched = gf2_ident_enter(&state->as);
-	gf2_read_start(req);
-	if (switched) {
-		gf2_ident_leave();
-	}
 }
 
 /* The read itself: routed, answered by prefetch or sent to Gluster. */
@@ -403,21 +378,6 @@ ssize_t gf2_read_recv(struct tevent_req *req,
 	ret = state->ret;
 	tevent_req_received(req);
 	return ret;
-}
-
-int gf2_settle_sync(const char *volname, const struct files_struct *fsp)
-{
-	int err;
-
-	if (volname == NULL || fsp == NULL || fsp->fsp_name == NULL) {
-		return 0;
-	}
-	err = gf2_wc_drain_file_sync(volname, fsp->fsp_name->st.st_ex_ino);
-	if (err != 0) {
-		errno = err;
-		return -1;
-	}
-	return 0;
 }
 
 ssize_t gf2_read_sync(struct vfs_handle_struct *handle,

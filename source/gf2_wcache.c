@@ -1094,12 +1094,6 @@ int gf2_wc_fsync_recv(struct tevent_req *req,
 	return 0;
 }
 
-bool gf2_wc_is_req(struct tevent_req *req)
-{
-	return talloc_check_name(_tevent_req_data(req),
-				 "struct gf2_wc_waiter") != NULL;
-}
-
 int gf2_wc_drain_sync(struct gf2_wc *wc)
 {
 	int err = gf2_wc_flush(wc);
