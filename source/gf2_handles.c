@@ -525,6 +525,8 @@ static void gf2_handle_destroy(void *p_data)
 		h->pf = NULL;
 	}
 	if (h->fh != NULL) {
+		gf2_lease_free(h->lease);
+		h->lease = NULL;
 		gf2_fh_close(h->fh);
 		h->fh = NULL;
 	}
@@ -688,6 +690,9 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		wc_err = gf2_wc_drain_sync(h->wc);
 		TALLOC_FREE(h->wc);
 	}
+	/* the lease goes back before its glfs_fd */
+	gf2_lease_free(h->lease);
+	h->lease = NULL;
 	ret = gf2_fh_close(h->fh);
 	if (ret == 0 && wc_err != 0) {
 		errno = wc_err;
