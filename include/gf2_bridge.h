@@ -217,7 +217,8 @@ uint64_t gf2_upcall_count(void);
 struct gf2_lease;
 /* Every later call of this thread carries the process's lease id. */
 void gf2_lease_use_id(void);
-struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, uint64_t ino);
+/* own_fd: fd was opened for the lease; gf2_lease_free closes it. */
+struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, bool own_fd, uint64_t ino);
 /* Held, not recalled, no other lock seen: "not locked" is true. */
 bool gf2_lease_trusted(const struct gf2_lease *l);
 /* May a lease be asked for again (after a refusal or a recall)? */

@@ -50,6 +50,8 @@ struct gf2_handle {
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
 	struct gf2_lease *lease;	/* glusterfs2:lock check = lease */
+	int fd_flags;		/* what fh->fd was opened with */
+	bool lease_fd_failed;	/* no descriptor to take a lease on */
 	ino_t ino;		/* what the path named at open (0: unknown) */
 	bool is_dir;
 	bool nofollow;
@@ -58,6 +60,9 @@ struct gf2_handle {
 struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle);
 struct gf2_handle *gf2_handle_of(struct vfs_handle_struct *handle,
 				 const struct files_struct *fsp);
+/* The glfs_fd to take fsp's read lease on (gf2_handles.c). */
+glfs_fd_t *gf2_lease_fd(struct gf2_conn *c, const files_struct *fsp,
+			struct gf2_handle *h, bool *own);
 /* The glfs_fd of an fsp opened for I/O, or NULL with errno set. */
 glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
 		     const struct files_struct *fsp);

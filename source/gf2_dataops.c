@@ -561,8 +561,21 @@ static bool gf2_getlock_lease(struct vfs_handle_struct *handle,
 		return false;
 	}
 	if (h->lease == NULL) {
-		h->lease = gf2_lease_new(fd, fsp->file_id.inode);
+		glfs_fd_t *lfd = NULL;
+		bool own = false;
+
+		if (h->lease_fd_failed) {
+			return false;
+		}
+		lfd = gf2_lease_fd(c, fsp, h, &own);
+		if (lfd != NULL) {
+			h->lease = gf2_lease_new(lfd, own, fsp->file_id.inode);
+		}
 		if (h->lease == NULL) {
+			if (own) {
+				glfs_close(lfd);
+			}
+			h->lease_fd_failed = true;
 			return false;
 		}
 	}

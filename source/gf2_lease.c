@@ -50,6 +50,7 @@
 struct gf2_lease {
 	struct gf2_lease *prev, *next;	/* gf2_leases, under gf2_lease_mu */
 	glfs_fd_t *fd;
+	bool own_fd;		/* fd opened for the lease, closed with it */
 	uint64_t ino;
 	bool held;		/* under gf2_lease_mu */
 	unsigned busy;		/* give-backs in flight, under gf2_lease_mu */
@@ -88,7 +89,7 @@ void gf2_lease_use_id(void)
 	}
 }
 
-struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, uint64_t ino)
+struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, bool own_fd, uint64_t ino)
 {
 	struct gf2_lease *l = calloc(1, sizeof(*l));
 
@@ -96,6 +97,7 @@ struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, uint64_t ino)
 		return NULL;
 	}
 	l->fd = fd;
+	l->own_fd = own_fd;
 	l->ino = ino;
 	pthread_mutex_lock(&gf2_lease_mu);
 	DLIST_ADD(gf2_leases, l);
@@ -164,7 +166,10 @@ bool gf2_lease_take(struct gf2_lease *l, const char *volname, uint64_t now)
 			gf2_lease_logged = true;
 			DBG_NOTICE("volume %s: a Gluster read lease was refused "
 				   "(%s; is features.leases on, the bricks "
-				   "restarted since?): POSIX lock checks ask "
+				   "restarted since?  The bricks also refuse "
+				   "one on a file this client created and "
+				   "holds open, or that another client has "
+				   "open for writing): POSIX lock checks ask "
 				   "the bricks until one is granted\n",
 				   volname, strerror(err));
 		} else {
@@ -216,6 +221,9 @@ void gf2_lease_free(struct gf2_lease *l)
 	}
 	pthread_mutex_unlock(&gf2_lease_mu);
 	gf2_lease_give_back(l);
+	if (l->own_fd) {
+		glfs_close(l->fd);
+	}
 	free(l);
 }
 
