@@ -25,8 +25,8 @@ import pytest
 
 from gf2_bricks import gluster_set, one_brick_volume, restart_volume
 from gf2_private_smbd import PrivateSmbd, private_port
-from gf2_smb2 import Client, STATUS, s3, smb2q
-from test_smb_fuse_locks import Probe, io_status, open_fid
+from gf2_locks import Holder, open_rw
+from gf2_smb2 import STATUS, smb2q
 
 # above quick-read's max-file-size (64 KiB), whose copy of a small file
 # in gfapi's client graph lives for its cache-timeout (1 s) whatever
@@ -80,6 +80,12 @@ def srv(stack, lease_volume):
         s.stop()
 
 
+def io_status(cl, fid, off=0):
+    """(read status, write status) of [off, off + 4096)."""
+    return cl.read(fid, off, 4096)[0], cl.write(fid, off + 2048,
+                                                 b'x' * 16)[0]
+
+
 def fresh_file(mount, name, data):
     path = os.path.join(mount, name)
     with open(path, 'wb') as f:
@@ -97,27 +103,26 @@ def test_fuse_lock_fails_next_read(srv, share):
     env, mounts = srv
     name = 'locklease-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
-    cl = Client(env, share)
-    probe = Probe(path)
+    cl, fid = open_rw(env, share, name)
+    holder = None
     try:
-        fid = open_fid(cl, name)
         before = [io_status(cl, fid) for _ in range(3)]
         t0 = time.monotonic()
-        locked = probe('lock', 0, 4096)
+        holder = Holder(path, 0, 4096)      # returns once granted
         during = io_status(cl, fid)
         took = time.monotonic() - t0
-        outside = (cl.read(fid, 8192, 4096)[0],
-                   cl.write(fid, 8192, b'y' * 16)[0])
-        unlocked = probe('unlock', 0, 4096)
+        outside = io_status(cl, fid, 8192)
+        holder.release()
         after = io_status(cl, fid)
         cl.close(fid)
     finally:
-        probe.exit()
+        if holder is not None:
+            holder.release()
         cl.drop()
         os.unlink(path)
     assert before == [(OK, OK)] * 3
-    assert (locked, during, outside, unlocked, after) == \
-        ('ok', (CONFLICT, CONFLICT), (OK, OK), 'ok', (OK, OK))
+    assert (during, outside, after) == \
+        ((CONFLICT, CONFLICT), (OK, OK), (OK, OK))
     assert took < PROMPT_S, 'lock and conflicting I/O took %.1f s' % took
 
 
@@ -130,9 +135,8 @@ def test_fuse_write_seen_by_next_read(srv, share):
     name = 'leasewrite-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
     new = bytes((i * 13 + 5) % 251 for i in range(4096))
-    cl = Client(env, share)
+    cl, fid = open_rw(env, share, name)
     try:
-        fid = open_fid(cl, name)
         first = [cl.read(fid, 0, 4096) for _ in range(3)]
         t0 = time.monotonic()
         fd = os.open(path, os.O_WRONLY)
