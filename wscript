@@ -81,6 +81,7 @@ MODULE_SOURCES = [
     'source/gf2_transport.c',
     'source/gf2_async.c',
     'source/gf2_upcall.c',
+    'source/gf2_lease.c',
     'source/gf2_stats.c',
     # caches
     'source/gf2_prefetch.c',

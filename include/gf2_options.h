@@ -113,6 +113,12 @@ enum gf2_coherence {
 	GF2_COHERENCE_STRICT,
 };
 
+/* glusterfs2:lock check: how smbd's POSIX lock checks are answered */
+enum gf2_lock_check {
+	GF2_LOCK_CHECK_GETLK,	/* F_GETLK on the bricks (maybe cached) */
+	GF2_LOCK_CHECK_LEASE,	/* from a Gluster read lease while held */
+};
+
 /*
  * How long smbd waits at most for a queued write to be answered by
  * Gluster (ms): GlusterFS's default network.ping-timeout, the time in
@@ -131,6 +137,7 @@ struct gf2_share_options {
 	int64_t pf_max_age_ms;
 	int64_t pf_coherence;		/* enum gf2_coherence */
 	int64_t lock_cache_ms;
+	int64_t lock_check;		/* enum gf2_lock_check */
 	bool client_io_threads;
 	bool write_cache;		/* early write acknowledgement under a lease */
 	int64_t wc_max_wait_ms;		/* bound of a wait for queued writes */

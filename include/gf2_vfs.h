@@ -31,6 +31,7 @@ struct gf2_conn {
 	struct gf2_pf_config *pf;	/* prefetch options of the share */
 	struct gf2_stats *st;		/* counters of the share, or NULL */
 	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
+	bool lock_lease;		/* glusterfs2:lock check = lease */
 	bool write_cache;		/* glusterfs2:write cache */
 	uint32_t wc_max_wait_ms;	/* glusterfs2:write cache max wait */
 };
@@ -48,6 +49,9 @@ struct gf2_handle {
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
+	struct gf2_lease *lease;	/* glusterfs2:lock check = lease */
+	int fd_flags;		/* what fh->fd was opened with */
+	bool lease_fd_failed;	/* no descriptor to take a lease on */
 	ino_t ino;		/* what the path named at open (0: unknown) */
 	bool is_dir;
 	bool nofollow;
@@ -56,6 +60,9 @@ struct gf2_handle {
 struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle);
 struct gf2_handle *gf2_handle_of(struct vfs_handle_struct *handle,
 				 const struct files_struct *fsp);
+/* The glfs_fd to take fsp's read lease on (gf2_handles.c). */
+glfs_fd_t *gf2_lease_fd(struct gf2_conn *c, const files_struct *fsp,
+			struct gf2_handle *h, bool *own);
 /* The glfs_fd of an fsp opened for I/O, or NULL with errno set. */
 glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
 		     const struct files_struct *fsp);

@@ -536,9 +536,38 @@ static void gf2_handle_destroy(void *p_data)
 		h->pf = NULL;
 	}
 	if (h->fh != NULL) {
+		gf2_lease_free(h->lease);
+		h->lease = NULL;
 		gf2_fh_close(h->fh);
 		h->fh = NULL;
 	}
+}
+
+/*
+ * The glfs_fd a read lease of fsp is taken on (glusterfs2:lock check =
+ * lease).  gfapi grants a read lease only on a descriptor opened exactly
+ * O_RDONLY or with O_RDWR: with other flags (smbd adds some to read-only
+ * opens) a descriptor of its own, O_RDONLY, is opened (*own = true).
+ */
+glfs_fd_t *gf2_lease_fd(struct gf2_conn *c, const files_struct *fsp,
+			struct gf2_handle *h, bool *own)
+{
+	char *path = NULL;
+	glfs_fd_t *fd = NULL;
+
+	*own = false;
+	if ((h->fd_flags & O_ACCMODE) == O_RDWR || h->fd_flags == O_RDONLY) {
+		return h->fh->fd;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, fsp);
+	if (path == NULL) {
+		return NULL;
+	}
+	fd = h->nofollow ? gf2_open_nofollow(c->fs, path, O_RDONLY) :
+			   glfs_open(c->fs, path, O_RDONLY);
+	TALLOC_FREE(path);
+	*own = fd != NULL;
+	return fd;
 }
 
 int gf2_openat(struct vfs_handle_struct *handle,
@@ -664,6 +693,7 @@ done:
 	h->is_dir = is_dir;
 	h->nofollow = nofollow;
 	h->ino = exists ? st.st_ino : 0;
+	h->fd_flags = nofollow ? flags & ~O_NOFOLLOW : flags;
 	fsp->fsp_flags.have_proc_fds = false;
 	GF2_END_PROFILE(syscall_openat);
 	TALLOC_FREE(path);
@@ -699,6 +729,9 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		wc_err = gf2_wc_drain_sync(h->wcache.wc);
 		TALLOC_FREE(h->wcache.wc);
 	}
+	/* the lease goes back before its glfs_fd */
+	gf2_lease_free(h->lease);
+	h->lease = NULL;
 	ret = gf2_fh_close(h->fh);
 	if (ret == 0 && wc_err != 0) {
 		errno = wc_err;

@@ -653,6 +653,7 @@ int gf2_volfile_bricks_missing(const char *volfile, const char *pathinfo,
 }
 
 static const char *const gf2_coherence_names[] = { "age", "strict", NULL };
+static const char *const gf2_lock_check_names[] = { "getlk", "lease", NULL };
 
 #define GF2_OPT(field) offsetof(struct gf2_share_options, field)
 #define GF2_KiB 1024ULL
@@ -678,6 +679,8 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	  GF2_COHERENCE_AGE, 0, 1, gf2_coherence_names },
 	{ "posix lock cache", GF2_OPT_INT, GF2_OPT(lock_cache_ms),
 	  0, 0, 60000, NULL },
+	{ "lock check", GF2_OPT_ENUM, GF2_OPT(lock_check),
+	  GF2_LOCK_CHECK_GETLK, 0, 1, gf2_lock_check_names },
 	{ "client io-threads", GF2_OPT_BOOL, GF2_OPT(client_io_threads),
 	  0, 0, 1, NULL },
 	{ "write cache", GF2_OPT_BOOL, GF2_OPT(write_cache), 0, 0, 1, NULL },

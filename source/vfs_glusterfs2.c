@@ -124,6 +124,16 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 		gf2_pf_set_cap(c->pf->max_memory);
 	}
 	c->lock_cache_ms = cfg->o.lock_cache_ms;
+	c->lock_lease = cfg->o.lock_check == GF2_LOCK_CHECK_LEASE;
+	if (c->lock_lease) {
+		/* smbd's own calls must not recall its own leases */
+		gf2_lease_use_id();
+		if (!c->vol->lease_recalls) {
+			DBG_WARNING("volume %s: no lease recall events: "
+				    "glusterfs2:lock check = lease asks the "
+				    "bricks (F_GETLK)\n", c->vol->volname);
+		}
+	}
 	c->write_cache = cfg->o.write_cache;
 	c->wc_max_wait_ms = cfg->o.wc_max_wait_ms;
 

@@ -40,6 +40,7 @@ CASES = [
     ('client io-threads', ['', 'perhaps'], 'default'),
     ('write cache', ['', 'perhaps', '2'], 'default'),
     ('prefetch coherence', ['', 'sometimes', 'STRICTER'], 'default'),
+    ('lock check', ['', 'sometimes', 'leases'], 'default'),
     ('volume', ['', 'bad/name', 'x' * 300, 'a b'], 'refuse'),
     ('volfile_server', ['', 'foo+vm', 'vm:99999', 'vm:abc', '[::1'],
      'refuse'),

@@ -1,0 +1,157 @@
+"""`glusterfs2:lock check = lease`: smbd's POSIX lock checks answered from
+a Gluster read lease, against another Gluster client.
+
+A private smbd serves two shares with the option: [leasevol] on a
+one-brick volume of its own with features.leases on (the bricks started
+with it), [noleasevol] on the stack's volume, where the bricks refuse
+leases and every check asks them (F_GETLK).  Prefetch is off on both, so
+an SMB read goes to the bricks.  The other client is a process on the
+FUSE mount of the same volume.  On each share:
+
+- after SMB reads (the handle's lease taken and trusted on
+  [leasevol]), the other client's F_SETLK lock of a range makes the next
+  SMB read and write of it fail with FILE_LOCK_CONFLICT, at once: the
+  bricks recall the lease before they grant the lock, and the recall
+  makes the module ask the bricks again;
+- the other client's write while the lease is held lands (the bricks
+  hold it only until the lease is given back), and the next SMB read
+  sees its bytes.
+"""
+
+import os
+import time
+
+import pytest
+
+from gf2_bricks import gluster_set, one_brick_volume, restart_volume
+from gf2_private_smbd import PrivateSmbd, private_port
+from gf2_locks import Holder, open_rw
+from gf2_smb2 import STATUS, smb2q
+
+# above quick-read's max-file-size (64 KiB), whose copy of a small file
+# in gfapi's client graph lives for its cache-timeout (1 s) whatever
+# another client writes
+SIZE = 1024 * 1024
+OK = 0
+CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
+# a recall takes 10-25 ms on an idle machine; a lock the bricks hold until
+# their recall timeout (60 s) must fail this
+PROMPT_S = 5.0
+SHARES = ('leasevol', 'noleasevol')
+
+
+@pytest.fixture(scope='module', autouse=True)
+def need_impacket():
+    if smb2q is None or smb2q.smb3 is None:
+        pytest.skip('python3-impacket is not installed')
+
+
+@pytest.fixture(scope='module')
+def lease_volume(stack):
+    """(name, FUSE mount) of a one-brick volume with features.leases on,
+    its brick restarted since (the leases translator reads the option
+    when the brick starts)."""
+    gen = one_brick_volume(stack, '-lease')
+    vol, mount = next(gen)
+    try:
+        gluster_set(vol, 'features.leases', 'on')
+        restart_volume(vol, mount)
+        yield vol, mount
+    finally:
+        gen.close()
+
+
+@pytest.fixture(scope='module')
+def srv(stack, lease_volume):
+    """The private smbd's client env and {share: FUSE mount of its
+    volume}."""
+    # the port of test_lock_default.py's smbd: never up at the same time
+    s = PrivateSmbd('lock-lease', stack,
+                    port=private_port(stack, 'lockdefault'))
+    opts = [('glusterfs2:lock check', 'lease'), ('glusterfs2:prefetch', 'no')]
+    s.write_conf([], [
+        ('leasevol', s.gf2_share(opts, vol=lease_volume[0])),
+        ('noleasevol', s.gf2_share(opts))])
+    s.start()
+    try:
+        yield s.client_env(), {'leasevol': lease_volume[1],
+                               'noleasevol': stack['FUSE_MOUNT']}
+    finally:
+        s.stop()
+
+
+def io_status(cl, fid, off=0):
+    """(read status, write status) of [off, off + 4096)."""
+    return cl.read(fid, off, 4096)[0], cl.write(fid, off + 2048,
+                                                 b'x' * 16)[0]
+
+
+def fresh_file(mount, name, data):
+    path = os.path.join(mount, name)
+    with open(path, 'wb') as f:
+        f.write(data)
+    os.chmod(path, 0o666)
+    return path
+
+
+@pytest.mark.parametrize('share', SHARES)
+def test_fuse_lock_fails_next_read(srv, share):
+    """Reads pass; the other client's lock of [0, 4096) is granted
+    promptly and the very next SMB read and write of the range fail with
+    FILE_LOCK_CONFLICT, as they do when every check asks the bricks; after
+    its unlock they pass again."""
+    env, mounts = srv
+    name = 'locklease-%d-%s.dat' % (os.getpid(), share)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    cl, fid = open_rw(env, share, name)
+    holder = None
+    try:
+        before = [io_status(cl, fid) for _ in range(3)]
+        t0 = time.monotonic()
+        holder = Holder(path, 0, 4096)      # returns once granted
+        during = io_status(cl, fid)
+        took = time.monotonic() - t0
+        outside = io_status(cl, fid, 8192)
+        holder.release()
+        after = io_status(cl, fid)
+        cl.close(fid)
+    finally:
+        if holder is not None:
+            holder.release()
+        cl.drop()
+        os.unlink(path)
+    assert before == [(OK, OK)] * 3
+    assert (during, outside, after) == \
+        ((CONFLICT, CONFLICT), (OK, OK), (OK, OK))
+    assert took < PROMPT_S, 'lock and conflicting I/O took %.1f s' % took
+
+
+@pytest.mark.parametrize('share', SHARES)
+def test_fuse_write_seen_by_next_read(srv, share):
+    """The other client writes new bytes while the handle reads (its lease
+    held on [leasevol]): the write lands promptly and the next SMB read
+    returns the new bytes."""
+    env, mounts = srv
+    name = 'leasewrite-%d-%s.dat' % (os.getpid(), share)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    new = bytes((i * 13 + 5) % 251 for i in range(4096))
+    cl, fid = open_rw(env, share, name)
+    try:
+        first = [cl.read(fid, 0, 4096) for _ in range(3)]
+        t0 = time.monotonic()
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            assert os.pwrite(fd, new, 0) == len(new)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        took = time.monotonic() - t0
+        status, data = cl.read(fid, 0, 4096)
+        cl.close(fid)
+    finally:
+        cl.drop()
+        os.unlink(path)
+    assert first == [(OK, bytes(4096))] * 3
+    assert (status, data) == (OK, new)
+    assert took < PROMPT_S, 'the FUSE write took %.1f s' % took
+
