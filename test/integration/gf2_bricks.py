@@ -51,14 +51,28 @@ def brick_pids(stack):
     return pids
 
 
+def _gluster_volume(*args):
+    """`gluster volume ARGS`, asked again for up to about 30 s while
+    glusterd refuses it (it takes one volume transaction at a time, and
+    other stacks' commands share it): a reset that gave up at the first
+    refusal left a test's translator (delay-gen) on the volume for every
+    later test."""
+    cmd = ['gluster', '--mode=script', 'volume'] + list(args)
+    for _ in range(15):
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode == 0:
+            return
+        time.sleep(2)
+    raise subprocess.CalledProcessError(p.returncode, cmd, stderr=p.stderr)
+
+
 def gluster_set(vol, key, value):
-    subprocess.run(['gluster', '--mode=script', 'volume', 'set', vol, key,
-                    value], check=True, stdout=subprocess.DEVNULL)
+    _gluster_volume('set', vol, key, value)
 
 
 def gluster_reset(vol, key):
-    subprocess.run(['gluster', '--mode=script', 'volume', 'reset', vol,
-                    key], check=True, stdout=subprocess.DEVNULL)
+    _gluster_volume('reset', vol, key)
 
 
 def restart_volume(vol, mount):
