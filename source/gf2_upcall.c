@@ -54,6 +54,20 @@ static uint64_t gf2_gfid_to_ino(const unsigned char gfid[16])
 	return ino;
 }
 
+/* The file id an upcall's object names, as the caches key it. */
+static bool gf2_upcall_ino(struct glfs_object *obj, uint64_t *ino)
+{
+	unsigned char gfid[GFAPI_HANDLE_LENGTH];
+
+	if (obj == NULL ||
+	    glfs_h_extract_handle(obj, gfid, sizeof(gfid)) !=
+	    (int)sizeof(gfid)) {
+		return false;
+	}
+	*ino = gf2_gfid_to_ino(gfid);
+	return true;
+}
+
 /*
  * gfapi's thread: the bricks recall our read leases on a file
  * (gf2_lease.c): they are distrusted, then given back, here.
@@ -61,19 +75,11 @@ static uint64_t gf2_gfid_to_ino(const unsigned char gfid[16])
 static void gf2_upcall_recall(struct glfs_upcall *up)
 {
 	struct glfs_upcall_lease *ul = glfs_upcall_get_event(up);
-	struct glfs_object *obj = NULL;
-	unsigned char gfid[GFAPI_HANDLE_LENGTH];
-	bool known = false;
 	uint64_t ino = 0;
+	bool known = false;
 
 	if (ul != NULL) {
-		obj = glfs_upcall_lease_get_object(ul);
-	}
-	if (obj != NULL &&
-	    glfs_h_extract_handle(obj, gfid, sizeof(gfid)) ==
-	    (int)sizeof(gfid)) {
-		ino = gf2_gfid_to_ino(gfid);
-		known = true;
+		known = gf2_upcall_ino(glfs_upcall_lease_get_object(ul), &ino);
 	}
 	glfs_free(up);
 	gf2_lease_recall(ino, !known);
@@ -83,8 +89,6 @@ static void gf2_upcall_recall(struct glfs_upcall *up)
 static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 {
 	struct glfs_upcall_inode *in = NULL;
-	struct glfs_object *obj = NULL;
-	unsigned char gfid[GFAPI_HANDLE_LENGTH];
 	bool known = false;
 	uint64_t ino = 0;
 
@@ -98,13 +102,7 @@ static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 	}
 	in = glfs_upcall_get_event(up);
 	if (in != NULL) {
-		obj = glfs_upcall_inode_get_object(in);
-	}
-	if (obj != NULL &&
-	    glfs_h_extract_handle(obj, gfid, sizeof(gfid)) ==
-	    (int)sizeof(gfid)) {
-		ino = gf2_gfid_to_ino(gfid);
-		known = true;
+		known = gf2_upcall_ino(glfs_upcall_inode_get_object(in), &ino);
 	}
 	glfs_free(up);
 
