@@ -56,6 +56,8 @@
 #include "lib/util/dlinklist.h"
 #include "gf2_bridge.h"
 
+#include <pthread.h>
+
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
@@ -178,21 +180,28 @@ bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b)
 		       a->ngroups * sizeof(gid_t)) == 0);
 }
 
-bool gf2_ident_enter(const struct gf2_ident *id)
+void gf2_ident_now(struct gf2_ident *id)
 {
 	const struct security_unix_token *ut = get_current_utok(NULL);
-	const struct gf2_ident now = {
+
+	*id = (struct gf2_ident) {
 		.uid = ut->uid,
 		.gid = ut->gid,
 		.ngroups = ut->ngroups > 0 ? ut->ngroups : 0,
 		.groups = ut->groups,
 	};
+}
 
+bool gf2_ident_enter(const struct gf2_ident *id)
+{
+	struct gf2_ident now;
+
+	gf2_ident_now(&now);
 	if (gf2_ident_equal(&now, id)) {
 		return false;
 	}
 	DBG_DEBUG("call of uid %u made while smbd holds uid %u\n",
-		  (unsigned)id->uid, (unsigned)ut->uid);
+		  (unsigned)id->uid, (unsigned)now.uid);
 	push_sec_ctx();
 	/* No NT token: only Gluster calls run until gf2_ident_leave. */
 	set_sec_ctx(id->uid, id->gid, id->ngroups, id->groups, NULL);
@@ -202,6 +211,64 @@ bool gf2_ident_enter(const struct gf2_ident *id)
 void gf2_ident_leave(void)
 {
 	pop_sec_ctx();
+}
+
+/*
+ * Workers: threads of the bridge for the synchronous Gluster calls that
+ * gfapi has no asynchronous form of.  gfapi takes a call's identity from
+ * the calling thread's fs ids, which a new thread sets first.
+ */
+struct gf2_worker {
+	struct gf2_wait *gate;
+	const struct gf2_ident *as;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static void *gf2_worker_main(void *p)
+{
+	struct gf2_worker wk = *(struct gf2_worker *)p;
+
+	free(p);
+	if (glfs_setfsuid(wk.as->uid) == 0 && glfs_setfsgid(wk.as->gid) == 0 &&
+	    glfs_setfsgroups(wk.as->ngroups, wk.as->groups) == 0) {
+		wk.fn(wk.arg);
+	}
+	/* otherwise nothing done: the caller asks itself */
+	gf2_wait_done(wk.gate);
+	return NULL;
+}
+
+size_t gf2_workers_start(struct gf2_wait *gate, const struct gf2_ident *as,
+			 size_t nthreads, void (*fn)(void *arg), void *arg)
+{
+	pthread_attr_t attr;
+	size_t started = 0;
+
+	if (pthread_attr_init(&attr) != 0) {
+		return 0;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	while (started < nthreads) {
+		struct gf2_worker *wk = malloc(sizeof(*wk));
+		pthread_t tid;
+
+		if (wk == NULL) {
+			break;
+		}
+		*wk = (struct gf2_worker) {
+			.gate = gate, .as = as, .fn = fn, .arg = arg,
+		};
+		gf2_wait_add(gate);
+		if (pthread_create(&tid, &attr, gf2_worker_main, wk) != 0) {
+			gf2_wait_done(gate);
+			free(wk);
+			break;
+		}
+		started += 1;
+	}
+	pthread_attr_destroy(&attr);
+	return started;
 }
 
 /*
