@@ -149,10 +149,11 @@ bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
 		    const struct gf2_ident *src);
 bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b);
 /*
- * The identity smbd holds now, not copied: groups are smbd's, valid until
- * smbd's security context changes.
+ * The identity Gluster calls of the main thread are made as now (the
+ * thread's credentials), not copied: groups stay valid until the next
+ * call.  false: it could not be read.
  */
-void gf2_ident_now(struct gf2_ident *id);
+bool gf2_ident_now(struct gf2_ident *id);
 /*
  * Make Gluster calls as id until gf2_ident_leave; true if smbd's context
  * had to be switched (then gf2_ident_leave must follow).

@@ -134,24 +134,65 @@ static void gf2_io_done(struct tevent_context *ev,
 			struct tevent_immediate *im,
 			void *private_data);
 
-bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
+/*
+ * From the thread's credentials, which smbd switches with its security
+ * context and gfapi builds each call's frame from: smbd's token may
+ * already be freed while its context is still set (a close that tears
+ * down a session).  The groups live in one buffer of the process, grown
+ * as needed: main thread only.
+ */
+static gid_t *gf2_now_groups;
+static size_t gf2_now_ngroups_max;
+
+bool gf2_ident_now(struct gf2_ident *id)
 {
-	const struct security_unix_token *ut = get_current_utok(NULL);
+	int n;
 
 	*id = (struct gf2_ident) {
-		.uid = ut->uid,
-		.gid = ut->gid,
+		.uid = geteuid(),
+		.gid = getegid(),
 	};
-	if (ut->ngroups <= 0) {
-		return true;
+	for (;;) {
+		n = -1;
+		if (gf2_now_ngroups_max > 0) {
+			/* 0 would ask for the count only */
+			n = getgroups(gf2_now_ngroups_max, gf2_now_groups);
+		}
+		if (n >= 0) {
+			break;
+		}
+		if (gf2_now_ngroups_max > 0 && errno != EINVAL) {
+			return false;
+		}
+		n = getgroups(0, NULL);
+		if (n <= 0) {
+			if (n < 0) {
+				return false;
+			}
+			break;		/* no supplementary groups */
+		}
+		gf2_now_groups = talloc_realloc(NULL, gf2_now_groups, gid_t,
+						n);
+		if (gf2_now_groups == NULL) {
+			gf2_now_ngroups_max = 0;
+			return false;
+		}
+		gf2_now_ngroups_max = n;
 	}
-	id->groups = talloc_memdup(mem_ctx, ut->groups,
-				   ut->ngroups * sizeof(gid_t));
-	if (id->groups == NULL) {
+	id->ngroups = n;
+	id->groups = n > 0 ? gf2_now_groups : NULL;
+	return true;
+}
+
+bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
+{
+	struct gf2_ident now;
+
+	if (!gf2_ident_now(&now)) {
+		*id = (struct gf2_ident) { .uid = geteuid(), .gid = getegid() };
 		return false;
 	}
-	id->ngroups = ut->ngroups;
-	return true;
+	return gf2_ident_copy(mem_ctx, id, &now);
 }
 
 bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
@@ -180,24 +221,11 @@ bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b)
 		       a->ngroups * sizeof(gid_t)) == 0);
 }
 
-void gf2_ident_now(struct gf2_ident *id)
-{
-	const struct security_unix_token *ut = get_current_utok(NULL);
-
-	*id = (struct gf2_ident) {
-		.uid = ut->uid,
-		.gid = ut->gid,
-		.ngroups = ut->ngroups > 0 ? ut->ngroups : 0,
-		.groups = ut->groups,
-	};
-}
-
 bool gf2_ident_enter(const struct gf2_ident *id)
 {
 	struct gf2_ident now;
 
-	gf2_ident_now(&now);
-	if (gf2_ident_equal(&now, id)) {
+	if (gf2_ident_now(&now) && gf2_ident_equal(&now, id)) {
 		return false;
 	}
 	DBG_DEBUG("call of uid %u made while smbd holds uid %u\n",

@@ -152,7 +152,9 @@ static struct gf2_meta_id *gf2_meta_id(glfs_t *fs, bool make)
 	struct gf2_meta_id *id = NULL;
 	struct gf2_ident now;
 
-	gf2_ident_now(&now);
+	if (!gf2_ident_now(&now)) {
+		return NULL;
+	}
 	for (id = gf2_meta_ids; id != NULL; id = id->next) {
 		if (id->fs == fs && gf2_ident_equal(&id->as, &now)) {
 			break;
@@ -520,9 +522,9 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 	}
 	b->fs = fs;
 	b->nofollow = nofollow;
-	gf2_ident_now(&now);
 	b->jobs = talloc_zero_array(b, struct gf2_xl_job, n);
-	if (b->jobs == NULL || !gf2_ident_copy(b, &b->as, &now)) {
+	if (b->jobs == NULL || !gf2_ident_now(&now) ||
+	    !gf2_ident_copy(b, &b->as, &now)) {
 		TALLOC_FREE(b);
 		return;
 	}
