@@ -73,6 +73,7 @@ CORE_SOURCES = [
     'source/gf2_wqueue.c',
     'source/gf2_readplan.c',
     'source/gf2_change.c',
+    'source/gf2_wait.c',
 ]
 
 MODULE_SOURCES = [
@@ -113,6 +114,7 @@ UNIT_TESTS = [
     'test_wqueue',
     'test_readplan',
     'test_change',
+    'test_wait',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

@@ -17,6 +17,7 @@
 #include "gf2_hold.h"
 #include "gf2_options.h"
 #include "gf2_stats.h"
+#include "gf2_wait.h"
 
 struct tevent_context;
 struct tevent_req;
@@ -148,11 +149,27 @@ bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
 		    const struct gf2_ident *src);
 bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b);
 /*
+ * The identity Gluster calls of the main thread are made as now (the
+ * thread's credentials), not copied: groups stay valid until the next
+ * call.  false: it could not be read.
+ */
+bool gf2_ident_now(struct gf2_ident *id);
+/*
  * Make Gluster calls as id until gf2_ident_leave; true if smbd's context
  * had to be switched (then gf2_ident_leave must follow).
  */
 bool gf2_ident_enter(const struct gf2_ident *id);
 void gf2_ident_leave(void);
+
+/*
+ * Run fn(arg) on up to nthreads new threads of the bridge, for the
+ * synchronous Gluster calls gfapi has no asynchronous form of; each
+ * makes its calls as `as` and holds a call of gate until fn returns (the
+ * caller waits with gf2_wait_for and keeps `as` and arg alive until the
+ * gate is released).  The number of threads started.
+ */
+size_t gf2_workers_start(struct gf2_wait *gate, const struct gf2_ident *as,
+			 size_t nthreads, void (*fn)(void *arg), void *arg);
 
 struct gf2_io *gf2_io_new(struct tevent_context *ev,
 			  struct gf2_fh *fh,

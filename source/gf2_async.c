@@ -56,6 +56,8 @@
 #include "lib/util/dlinklist.h"
 #include "gf2_bridge.h"
 
+#include <pthread.h>
+
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
 
@@ -132,24 +134,65 @@ static void gf2_io_done(struct tevent_context *ev,
 			struct tevent_immediate *im,
 			void *private_data);
 
-bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
+/*
+ * From the thread's credentials, which smbd switches with its security
+ * context and gfapi builds each call's frame from: smbd's token may
+ * already be freed while its context is still set (a close that tears
+ * down a session).  The groups live in one buffer of the process, grown
+ * as needed: main thread only.
+ */
+static gid_t *gf2_now_groups;
+static size_t gf2_now_ngroups_max;
+
+bool gf2_ident_now(struct gf2_ident *id)
 {
-	const struct security_unix_token *ut = get_current_utok(NULL);
+	int n;
 
 	*id = (struct gf2_ident) {
-		.uid = ut->uid,
-		.gid = ut->gid,
+		.uid = geteuid(),
+		.gid = getegid(),
 	};
-	if (ut->ngroups <= 0) {
-		return true;
+	for (;;) {
+		n = -1;
+		if (gf2_now_ngroups_max > 0) {
+			/* 0 would ask for the count only */
+			n = getgroups(gf2_now_ngroups_max, gf2_now_groups);
+		}
+		if (n >= 0) {
+			break;
+		}
+		if (gf2_now_ngroups_max > 0 && errno != EINVAL) {
+			return false;
+		}
+		n = getgroups(0, NULL);
+		if (n <= 0) {
+			if (n < 0) {
+				return false;
+			}
+			break;		/* no supplementary groups */
+		}
+		gf2_now_groups = talloc_realloc(NULL, gf2_now_groups, gid_t,
+						n);
+		if (gf2_now_groups == NULL) {
+			gf2_now_ngroups_max = 0;
+			return false;
+		}
+		gf2_now_ngroups_max = n;
 	}
-	id->groups = talloc_memdup(mem_ctx, ut->groups,
-				   ut->ngroups * sizeof(gid_t));
-	if (id->groups == NULL) {
+	id->ngroups = n;
+	id->groups = n > 0 ? gf2_now_groups : NULL;
+	return true;
+}
+
+bool gf2_ident_capture(TALLOC_CTX *mem_ctx, struct gf2_ident *id)
+{
+	struct gf2_ident now;
+
+	if (!gf2_ident_now(&now)) {
+		*id = (struct gf2_ident) { .uid = geteuid(), .gid = getegid() };
 		return false;
 	}
-	id->ngroups = ut->ngroups;
-	return true;
+	return gf2_ident_copy(mem_ctx, id, &now);
 }
 
 bool gf2_ident_copy(TALLOC_CTX *mem_ctx, struct gf2_ident *dst,
@@ -180,19 +223,13 @@ bool gf2_ident_equal(const struct gf2_ident *a, const struct gf2_ident *b)
 
 bool gf2_ident_enter(const struct gf2_ident *id)
 {
-	const struct security_unix_token *ut = get_current_utok(NULL);
-	const struct gf2_ident now = {
-		.uid = ut->uid,
-		.gid = ut->gid,
-		.ngroups = ut->ngroups > 0 ? ut->ngroups : 0,
-		.groups = ut->groups,
-	};
+	struct gf2_ident now;
 
-	if (gf2_ident_equal(&now, id)) {
+	if (gf2_ident_now(&now) && gf2_ident_equal(&now, id)) {
 		return false;
 	}
 	DBG_DEBUG("call of uid %u made while smbd holds uid %u\n",
-		  (unsigned)id->uid, (unsigned)ut->uid);
+		  (unsigned)id->uid, (unsigned)now.uid);
 	push_sec_ctx();
 	/* No NT token: only Gluster calls run until gf2_ident_leave. */
 	set_sec_ctx(id->uid, id->gid, id->ngroups, id->groups, NULL);
@@ -202,6 +239,64 @@ bool gf2_ident_enter(const struct gf2_ident *id)
 void gf2_ident_leave(void)
 {
 	pop_sec_ctx();
+}
+
+/*
+ * Workers: threads of the bridge for the synchronous Gluster calls that
+ * gfapi has no asynchronous form of.  gfapi takes a call's identity from
+ * the calling thread's fs ids, which a new thread sets first.
+ */
+struct gf2_worker {
+	struct gf2_wait *gate;
+	const struct gf2_ident *as;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static void *gf2_worker_main(void *p)
+{
+	struct gf2_worker wk = *(struct gf2_worker *)p;
+
+	free(p);
+	if (glfs_setfsuid(wk.as->uid) == 0 && glfs_setfsgid(wk.as->gid) == 0 &&
+	    glfs_setfsgroups(wk.as->ngroups, wk.as->groups) == 0) {
+		wk.fn(wk.arg);
+	}
+	/* otherwise nothing done: the caller asks itself */
+	gf2_wait_done(wk.gate);
+	return NULL;
+}
+
+size_t gf2_workers_start(struct gf2_wait *gate, const struct gf2_ident *as,
+			 size_t nthreads, void (*fn)(void *arg), void *arg)
+{
+	pthread_attr_t attr;
+	size_t started = 0;
+
+	if (pthread_attr_init(&attr) != 0) {
+		return 0;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	while (started < nthreads) {
+		struct gf2_worker *wk = malloc(sizeof(*wk));
+		pthread_t tid;
+
+		if (wk == NULL) {
+			break;
+		}
+		*wk = (struct gf2_worker) {
+			.gate = gate, .as = as, .fn = fn, .arg = arg,
+		};
+		gf2_wait_add(gate);
+		if (pthread_create(&tid, &attr, gf2_worker_main, wk) != 0) {
+			gf2_wait_done(gate);
+			free(wk);
+			break;
+		}
+		started += 1;
+	}
+	pthread_attr_destroy(&attr);
+	return started;
 }
 
 /*

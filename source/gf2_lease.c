@@ -26,10 +26,13 @@
  * waiting on itself.
  *
  * Records are in one list per process under gf2_lease_mu.  The recall
- * thread marks a record busy while it gives the lease back without the
- * mutex (a syncop may resume on another thread); the main thread's drop
- * waits until no give-back is in flight before the handle's glfs_fd may
- * be closed.
+ * thread counts its give-back on the record's gate (gf2_wait.h) while it
+ * runs without the mutex (a syncop may resume on another thread); the
+ * main thread's drop waits for the gate, at most GF2_LEASE_WAIT_MS,
+ * before the handle's glfs_fd may be closed.  A give-back still out then
+ * (a brick that does not answer) leaves the record among the departed,
+ * freed by the main thread at a later new or drop once it has answered;
+ * the recall's glfs_lease holds its own reference on the fd meanwhile.
  *
  * Lease ids.  All of the process's calls carry one lease id (set on the
  * main thread with glfs_setfsleaseid; gfapi sends the calling thread's id
@@ -53,15 +56,16 @@ struct gf2_lease {
 	bool own_fd;		/* fd opened for the lease, closed with it */
 	uint64_t ino;
 	bool held;		/* under gf2_lease_mu */
-	unsigned busy;		/* give-backs in flight, under gf2_lease_mu */
+	struct gf2_wait *gate;	/* give-backs in flight (recall thread) */
 	int trusted;		/* atomic: checks may answer "not locked" */
 	uint64_t retry_at;	/* main thread: no new lease before (ms) */
 	uint32_t backoff_ms;	/* main thread */
 };
 
 static pthread_mutex_t gf2_lease_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gf2_lease_cv = PTHREAD_COND_INITIALIZER;
 static struct gf2_lease *gf2_leases;
+/* dropped while a give-back was still out: main thread only */
+static struct gf2_lease *gf2_leases_departed;
 
 static glfs_leaseid_t gf2_lease_id;
 static pid_t gf2_lease_id_pid;
@@ -73,6 +77,25 @@ static bool gf2_lease_logged;
 
 #define GF2_LEASE_RETRY_MIN_MS 1000
 #define GF2_LEASE_RETRY_MAX_MS 16000
+#define GF2_LEASE_WAIT_MS 2000
+
+static void gf2_lease_finish(struct gf2_lease *l);
+
+/* Main thread: free the departed records whose give-back has answered. */
+static void gf2_lease_sweep(void)
+{
+	struct gf2_lease *l = gf2_leases_departed;
+
+	while (l != NULL) {
+		struct gf2_lease *next = l->next;
+
+		if (gf2_wait_pending(l->gate) == 0) {
+			DLIST_REMOVE(gf2_leases_departed, l);
+			gf2_lease_finish(l);
+		}
+		l = next;
+	}
+}
 
 void gf2_lease_use_id(void)
 {
@@ -91,9 +114,16 @@ void gf2_lease_use_id(void)
 
 struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, bool own_fd, uint64_t ino)
 {
-	struct gf2_lease *l = calloc(1, sizeof(*l));
+	struct gf2_lease *l = NULL;
 
+	gf2_lease_sweep();
+	l = calloc(1, sizeof(*l));
 	if (l == NULL) {
+		return NULL;
+	}
+	l->gate = gf2_wait_new(NULL, NULL);
+	if (l->gate == NULL) {
+		free(l);
 		return NULL;
 	}
 	l->fd = fd;
@@ -215,15 +245,26 @@ void gf2_lease_free(struct gf2_lease *l)
 		return;
 	}
 	pthread_mutex_lock(&gf2_lease_mu);
-	DLIST_REMOVE(gf2_leases, l);
-	while (l->busy > 0) {
-		pthread_cond_wait(&gf2_lease_cv, &gf2_lease_mu);
-	}
+	DLIST_REMOVE(gf2_leases, l);	/* no recall counts on it from now */
 	pthread_mutex_unlock(&gf2_lease_mu);
+	gf2_lease_sweep();
+	if (gf2_wait_for(l->gate, GF2_LEASE_WAIT_MS) != 0) {
+		DBG_WARNING("a recalled read lease has not been given back "
+			    "after %d ms; the handle closes without waiting "
+			    "further\n", GF2_LEASE_WAIT_MS);
+		DLIST_ADD(gf2_leases_departed, l);
+		return;
+	}
+	gf2_lease_finish(l);
+}
+
+static void gf2_lease_finish(struct gf2_lease *l)
+{
 	gf2_lease_give_back(l);
 	if (l->own_fd) {
 		glfs_close(l->fd);
 	}
+	gf2_wait_put(l->gate);
 	free(l);
 }
 
@@ -248,7 +289,7 @@ void gf2_lease_recall(uint64_t ino, bool all)
 			__atomic_store_n(&l->trusted, 0, __ATOMIC_SEQ_CST);
 			if (l->held) {
 				l->held = false;
-				l->busy++;
+				gf2_wait_add(l->gate);
 				fd = l->fd;
 				break;
 			}
@@ -262,10 +303,7 @@ void gf2_lease_recall(uint64_t ino, bool all)
 			DBG_DEBUG("giving back a recalled read lease: %s\n",
 				  strerror(errno));
 		}
-		pthread_mutex_lock(&gf2_lease_mu);
-		l->busy--;
-		pthread_cond_broadcast(&gf2_lease_cv);
-		pthread_mutex_unlock(&gf2_lease_mu);
+		gf2_wait_done(l->gate);	/* l may go once this is done */
 		again = true;
 	}
 }

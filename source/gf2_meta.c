@@ -38,10 +38,11 @@
  * after the other.  When smbd asks for the list of an entry of a
  * directory this process is listing, the lists of that entry and of the
  * entries read ahead of smbd in that directory are fetched at once
- * (gf2_meta_fetch_lists), at most GF2_XL_BATCH of them and for at most
- * GF2_XL_BATCH_MS, with up to GF2_XL_THREADS threads of gfapi
- * calls, each running as the SMB user (glfs_setfsuid/gid/groups with the
- * main thread's effective identity).  Memory: at most GF2_XL_MAX lists
+ * (gf2_meta_fetch_lists), at most GF2_XL_BATCH of them, none started
+ * after GF2_XL_BATCH_MS, on up to GF2_XL_THREADS of the bridge's workers
+ * (gf2_workers_start), each making its calls as the request's user.
+ * smbd's main thread waits for them at most GF2_XL_WAIT_MS
+ * (gf2_wait_for).  Memory: at most GF2_XL_MAX lists
  * of at most GF2_XL_LIST_MAX bytes, freed when expired (or, the table
  * full, oldest first); at most GF2_MD_ENTRIES paths of stats and values.
  *
@@ -67,6 +68,8 @@
  */
 #define GF2_XL_BATCH 32
 #define GF2_XL_BATCH_MS 10
+/* and waits for the calls started at most this long (then asks itself) */
+#define GF2_XL_WAIT_MS 2000
 #define GF2_XL_MAX 1024
 #define GF2_XL_LIST_MAX 65536
 #define GF2_XL_VALUES 3
@@ -118,15 +121,11 @@ static struct gf2_md_cache *gf2_search;
  * recently used going first with what was kept under it.
  */
 #define GF2_META_IDS 64
-#define GF2_META_ID_GROUPS 64
 
 struct gf2_meta_id {
 	struct gf2_meta_id *prev, *next;	/* most recently used first */
 	glfs_t *fs;
-	uid_t uid;
-	gid_t gid;
-	int ngroups;
-	gid_t *groups;
+	struct gf2_ident as;	/* groups: a talloc child of this record */
 };
 
 static struct gf2_meta_id *gf2_meta_ids;
@@ -145,37 +144,19 @@ static void gf2_meta_id_free(struct gf2_meta_id *id)
 }
 
 /*
- * The key space of fs for the calling thread's identity; made if make
- * (NULL: none yet, or no memory).
+ * The key space of fs for the identity smbd holds now (the request's);
+ * made if make (NULL: none yet, or no memory).
  */
 static struct gf2_meta_id *gf2_meta_id(glfs_t *fs, bool make)
 {
-	gid_t buf[GF2_META_ID_GROUPS];
-	gid_t *groups = buf;
 	struct gf2_meta_id *id = NULL;
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	int n = getgroups(GF2_META_ID_GROUPS, buf);
+	struct gf2_ident now;
 
-	if (n < 0) {
-		n = getgroups(0, NULL);
-		if (n < 0) {
-			return NULL;
-		}
-		groups = talloc_array(talloc_tos(), gid_t, MAX(n, 1));
-		if (groups == NULL) {
-			return NULL;
-		}
-		n = getgroups(n, groups);
-		if (n < 0) {
-			TALLOC_FREE(groups);
-			return NULL;
-		}
+	if (!gf2_ident_now(&now)) {
+		return NULL;
 	}
 	for (id = gf2_meta_ids; id != NULL; id = id->next) {
-		if (id->fs == fs && id->uid == uid && id->gid == gid &&
-		    id->ngroups == n &&
-		    memcmp(id->groups, groups, n * sizeof(gid_t)) == 0) {
+		if (id->fs == fs && gf2_ident_equal(&id->as, &now)) {
 			break;
 		}
 	}
@@ -183,33 +164,25 @@ static struct gf2_meta_id *gf2_meta_id(glfs_t *fs, bool make)
 		if (id != gf2_meta_ids) {
 			DLIST_PROMOTE(gf2_meta_ids, id);
 		}
-		goto out;
+		return id;
 	}
 	if (!make) {
-		goto out;
+		return NULL;
 	}
 	while (gf2_meta_nids >= GF2_META_IDS) {
 		gf2_meta_id_free(DLIST_TAIL(gf2_meta_ids));
 	}
 	id = talloc_zero(NULL, struct gf2_meta_id);
 	if (id == NULL) {
-		goto out;
+		return NULL;
 	}
-	id->groups = talloc_memdup(id, groups, MAX(n, 1) * sizeof(gid_t));
-	if (id->groups == NULL) {
+	if (!gf2_ident_copy(id, &id->as, &now)) {
 		TALLOC_FREE(id);
-		goto out;
+		return NULL;
 	}
 	id->fs = fs;
-	id->uid = uid;
-	id->gid = gid;
-	id->ngroups = n;
 	DLIST_ADD(gf2_meta_ids, id);
 	gf2_meta_nids += 1;
-out:
-	if (groups != buf) {
-		TALLOC_FREE(groups);
-	}
 	return id;
 }
 
@@ -401,13 +374,14 @@ static const char *const gf2_xl_value_names[GF2_XL_VALUES] = {
 };
 
 struct gf2_xl_job {
-	const char *path;
+	char *path;
 	bool values;			/* fetch gf2_xl_value_names too */
 	char *buf;
 	ssize_t ret;
 	int err;
 	ssize_t vlen[GF2_XL_VALUES];	/* -1 absent, -2 unknown */
 	char *vbuf[GF2_XL_VALUES];
+	bool done;			/* under the batch's lock */
 };
 
 /* name is in the NUL-separated list of len bytes */
@@ -458,34 +432,32 @@ static void gf2_xl_values(glfs_t *fs, bool nofollow, struct gf2_xl_job *j)
 	}
 }
 
+/*
+ * A batch belongs to its gate (gf2_wait.h): the main thread waits for it
+ * at most GF2_XL_WAIT_MS, takes what is done, and lets go; a worker
+ * still in a Gluster call then frees it when it returns.
+ */
 struct gf2_xl_batch {
 	glfs_t *fs;
 	bool nofollow;
-	uid_t uid;
-	gid_t gid;
-	int ngroups;
-	gid_t *groups;
+	struct gf2_ident as;		/* the request's, for every call */
 	struct gf2_xl_job *jobs;
 	size_t njobs;
 	uint64_t deadline_ns;		/* no job starts after it */
-	size_t next;			/* guarded by lock */
 	pthread_mutex_t lock;
+	size_t next;			/* guarded by lock */
+	bool closed;			/* guarded by lock: no job starts */
 };
 
-static void *gf2_xl_worker(void *arg)
+static void gf2_xl_work(void *arg)
 {
 	struct gf2_xl_batch *b = arg;
 
-	/* gfapi takes the caller's identity from these, per thread */
-	if (glfs_setfsuid(b->uid) != 0 || glfs_setfsgid(b->gid) != 0 ||
-	    glfs_setfsgroups(b->ngroups, b->groups) != 0) {
-		return NULL;	/* jobs left undone: the caller asks itself */
-	}
 	for (;;) {
 		struct gf2_xl_job *j = NULL;
 
 		pthread_mutex_lock(&b->lock);
-		if (b->next < b->njobs &&
+		if (!b->closed && b->next < b->njobs &&
 		    (b->next == 0 || gf2_now_ns() < b->deadline_ns)) {
 			j = &b->jobs[b->next++];
 		}
@@ -504,119 +476,134 @@ static void *gf2_xl_worker(void *arg)
 		if (j->ret >= 0 && j->values) {
 			gf2_xl_values(b->fs, b->nofollow, j);
 		}
+		pthread_mutex_lock(&b->lock);
+		j->done = true;
+		pthread_mutex_unlock(&b->lock);
 	}
-	return NULL;
+}
+
+static void gf2_xl_batch_release(void *arg)
+{
+	struct gf2_xl_batch *b = arg;
+
+	pthread_mutex_destroy(&b->lock);
+	TALLOC_FREE(b);
 }
 
 void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		     const bool *values, size_t n, bool nofollow)
 {
-	TALLOC_CTX *frame = talloc_stackframe();
-	struct gf2_xl_batch b = { .fs = fs, .nofollow = nofollow };
-	pthread_t tids[GF2_XL_THREADS];
+	struct gf2_xl_batch *b = NULL;
+	struct gf2_wait *gate = NULL;
 	struct gf2_md_cache *md = gf2_meta_cache();
 	const struct gf2_meta_id *id = NULL;
+	struct gf2_ident now;
 	uint64_t start = gf2_now_ns();
-	uint64_t now;
+	uint64_t at;
 	size_t asked = n;
-	size_t nthreads = 0;
+	size_t started;
+	size_t ndone = 0;
 	size_t i;
 	size_t v;
+	bool *done = NULL;
 
 	if (n == 0) {
-		goto out;
+		return;
 	}
 	n = MIN(n, GF2_XL_BATCH);
 	id = gf2_meta_id(fs, true);
 	if (id == NULL) {
-		goto out;
+		return;
 	}
 	gf2_xl_expire();
-	b.uid = geteuid();
-	b.gid = getegid();
-	b.ngroups = getgroups(0, NULL);
-	if (b.ngroups < 0) {
-		goto out;
+	b = talloc_zero(NULL, struct gf2_xl_batch);
+	if (b == NULL) {
+		return;
 	}
-	b.groups = talloc_array(frame, gid_t, MAX(b.ngroups, 1));
-	b.jobs = talloc_zero_array(frame, struct gf2_xl_job, n);
-	if (b.groups == NULL || b.jobs == NULL) {
-		goto out;
-	}
-	b.ngroups = getgroups(b.ngroups, b.groups);
-	if (b.ngroups < 0) {
-		goto out;
+	b->fs = fs;
+	b->nofollow = nofollow;
+	b->jobs = talloc_zero_array(b, struct gf2_xl_job, n);
+	if (b->jobs == NULL || !gf2_ident_now(&now) ||
+	    !gf2_ident_copy(b, &b->as, &now)) {
+		TALLOC_FREE(b);
+		return;
 	}
 	for (i = 0; i < n; i++) {
-		b.jobs[i].path = paths[i];
-		b.jobs[i].ret = -1;
-		b.jobs[i].err = EAGAIN;		/* not done */
-		b.jobs[i].buf = talloc_size(b.jobs, GF2_XL_LIST_MAX);
-		if (b.jobs[i].buf == NULL) {
-			goto out;
+		struct gf2_xl_job *j = &b->jobs[i];
+
+		j->path = talloc_strdup(b->jobs, paths[i]);
+		j->ret = -1;
+		j->err = EAGAIN;		/* not done */
+		j->buf = talloc_size(b->jobs, GF2_XL_LIST_MAX);
+		if (j->path == NULL || j->buf == NULL) {
+			TALLOC_FREE(b);
+			return;
 		}
-		b.jobs[i].values = values != NULL && values[i] && md != NULL;
-		for (v = 0; b.jobs[i].values && v < GF2_XL_VALUES; v++) {
-			b.jobs[i].vbuf[v] = talloc_size(b.jobs,
-							GF2_MD_VALUE_MAX);
-			if (b.jobs[i].vbuf[v] == NULL) {
-				goto out;
+		j->values = values != NULL && values[i] && md != NULL;
+		for (v = 0; j->values && v < GF2_XL_VALUES; v++) {
+			j->vbuf[v] = talloc_size(b->jobs, GF2_MD_VALUE_MAX);
+			if (j->vbuf[v] == NULL) {
+				TALLOC_FREE(b);
+				return;
 			}
 		}
 	}
-	b.njobs = n;
-	now = gf2_now_ns();
-	b.deadline_ns = start + GF2_XL_BATCH_MS * 1000000ULL;
-	pthread_mutex_init(&b.lock, NULL);
-	for (i = 0; i < MIN(n, GF2_XL_THREADS); i++) {
-		if (pthread_create(&tids[nthreads], NULL, gf2_xl_worker,
-				   &b) != 0) {
-			break;
-		}
-		nthreads += 1;
+	b->njobs = n;
+	b->deadline_ns = start + GF2_XL_BATCH_MS * 1000000ULL;
+	pthread_mutex_init(&b->lock, NULL);
+	gate = gf2_wait_new(gf2_xl_batch_release, b);
+	if (gate == NULL) {
+		pthread_mutex_destroy(&b->lock);
+		TALLOC_FREE(b);
+		return;
 	}
-	for (i = 0; i < nthreads; i++) {
-		pthread_join(tids[i], NULL);
+	done = talloc_zero_array(talloc_tos(), bool, n);
+	at = gf2_now_ns();
+	started = gf2_workers_start(gate, &b->as, MIN(n, GF2_XL_THREADS),
+				    gf2_xl_work, b);
+	if (started > 0 && gf2_wait_for(gate, GF2_XL_WAIT_MS) != 0) {
+		DBG_NOTICE("listing xattrs: Gluster has not answered in %d "
+			   "ms; the lists not fetched are asked one by one\n",
+			   GF2_XL_WAIT_MS);
 	}
-	pthread_mutex_destroy(&b.lock);
+	pthread_mutex_lock(&b->lock);
+	b->closed = true;
+	for (i = 0; i < n && done != NULL; i++) {
+		done[i] = b->jobs[i].done;
+		ndone += done[i] ? 1 : 0;
+	}
+	pthread_mutex_unlock(&b->lock);
 	DBG_INFO("%zu of %zu lists fetched, main loop held %" PRIu64 " us\n",
-		 b.next, asked, (gf2_now_ns() - start) / 1000);
+		 ndone, asked, (gf2_now_ns() - start) / 1000);
 
-	/* the values count from when they were asked for */
-	for (i = 0; i < n && md != NULL; i++) {
-		struct gf2_xl_job *j = &b.jobs[i];
+	/* a job done is never touched by a worker again */
+	for (i = 0; i < n && done != NULL; i++) {
+		struct gf2_xl_job *j = &b->jobs[i];
+		struct gf2_xl_entry *e = NULL;
 
-		if (j->ret < 0 || !j->values) {
-			continue;
+		if (!done[i] || j->ret < 0) {
+			continue;	/* asked again, directly */
 		}
-		for (v = 0; v < GF2_XL_VALUES; v++) {
+		/* the values count from when they were asked for */
+		for (v = 0; j->values && v < GF2_XL_VALUES; v++) {
 			if (j->vlen[v] >= -1) {
 				gf2_md_put_xattr(md, id, j->path,
 						 gf2_xl_value_names[v],
-						 j->vbuf[v], j->vlen[v], now);
+						 j->vbuf[v], j->vlen[v], at);
 			}
-		}
-	}
-
-	for (i = 0; i < n; i++) {
-		struct gf2_xl_job *j = &b.jobs[i];
-		struct gf2_xl_entry *e = NULL;
-
-		if (j->ret < 0) {
-			continue;	/* asked again, directly */
 		}
 		while (gf2_xl_count >= GF2_XL_MAX) {
 			gf2_xl_drop(gf2_xl_cache);	/* oldest first */
 		}
 		e = talloc_zero(NULL, struct gf2_xl_entry);
 		if (e == NULL) {
-			break;
+			continue;
 		}
 		e->path = talloc_strdup(e, j->path);
 		e->list = talloc_memdup(e, j->buf, MAX(j->ret, 1));
 		if (e->path == NULL || e->list == NULL) {
 			TALLOC_FREE(e);
-			break;
+			continue;
 		}
 		e->ns = id;
 		e->len = j->ret;
@@ -626,8 +613,8 @@ void gf2_meta_fetch_lists(glfs_t *fs, const char *const *paths,
 		DLIST_ADD_END(gf2_xl_cache, e);
 		gf2_xl_count += 1;
 	}
-out:
-	TALLOC_FREE(frame);
+	TALLOC_FREE(done);
+	gf2_wait_put(gate);	/* frees b now, or when the last worker ends */
 }
 
 /* Kept stats and values: the rules of the comment at the top. */

@@ -30,10 +30,8 @@
 
 static struct gf2_volume *gf2_volumes;
 
-/* Reaper threads still inside glfs_fini, guarded by gf2_reap_lock. */
-static pthread_mutex_t gf2_reap_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gf2_reap_cond = PTHREAD_COND_INITIALIZER;
-static unsigned gf2_reaping;
+/* Reaper threads still inside glfs_fini: calls of this gate. */
+static struct gf2_wait *gf2_reapers;
 static bool gf2_reap_atexit;
 
 #define GF2_REAP_EXIT_WAIT_SECS 20
@@ -43,46 +41,32 @@ static void *gf2_reaper(void *arg)
 	glfs_t *fs = arg;
 
 	glfs_fini(fs);
-
-	pthread_mutex_lock(&gf2_reap_lock);
-	gf2_reaping -= 1;
-	pthread_cond_broadcast(&gf2_reap_cond);
-	pthread_mutex_unlock(&gf2_reap_lock);
+	gf2_wait_done(gf2_reapers);
 	return NULL;
 }
 
 /*
- * atexit: wait for the reapers.  Logged from here, the process's main
- * thread: the reapers themselves never log (Samba's debug code is not
- * thread-safe).
+ * atexit: wait for the reapers, at most GF2_REAP_EXIT_WAIT_SECS.  Logged
+ * from here, the process's main thread: the reapers themselves never log
+ * (Samba's debug code is not thread-safe).
  */
 static void gf2_reap_wait(void)
 {
-	struct timespec deadline;
 	struct timespec start;
 	struct timespec end;
 	unsigned waited_for;
 	unsigned left;
 
-	clock_gettime_mono(&start);
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += GF2_REAP_EXIT_WAIT_SECS;
-
-	pthread_mutex_lock(&gf2_reap_lock);
-	waited_for = gf2_reaping;
-	while (gf2_reaping > 0) {
-		int ret = pthread_cond_timedwait(&gf2_reap_cond,
-						 &gf2_reap_lock, &deadline);
-		if (ret == ETIMEDOUT) {
-			break;
-		}
+	if (gf2_reapers == NULL) {
+		return;
 	}
-	left = gf2_reaping;
-	pthread_mutex_unlock(&gf2_reap_lock);
-
+	clock_gettime_mono(&start);
+	waited_for = gf2_wait_pending(gf2_reapers);
 	if (waited_for == 0) {
 		return;
 	}
+	gf2_wait_for(gf2_reapers, GF2_REAP_EXIT_WAIT_SECS * 1000);
+	left = gf2_wait_pending(gf2_reapers);
 	clock_gettime_mono(&end);
 	if (left > 0) {
 		DBG_WARNING("%u of %u glfs_fini still running after %d s at "
@@ -99,17 +83,19 @@ static void gf2_reap(glfs_t *fs, const char *volname)
 {
 	pthread_attr_t attr;
 	pthread_t tid;
-	int ret;
+	int ret = ENOMEM;
 
+	if (gf2_reapers == NULL) {
+		/* held for the life of the process */
+		gf2_reapers = gf2_wait_new(NULL, NULL);
+	}
 	if (!gf2_reap_atexit) {
 		gf2_reap_atexit = (atexit(gf2_reap_wait) == 0);
 	}
-
-	pthread_mutex_lock(&gf2_reap_lock);
-	gf2_reaping += 1;
-	pthread_mutex_unlock(&gf2_reap_lock);
-
-	ret = pthread_attr_init(&attr);
+	if (gf2_reapers != NULL) {
+		gf2_wait_add(gf2_reapers);
+		ret = pthread_attr_init(&attr);
+	}
 	if (ret == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		ret = pthread_create(&tid, &attr, gf2_reaper, fs);
@@ -117,9 +103,9 @@ static void gf2_reap(glfs_t *fs, const char *volname)
 	}
 	if (ret != 0) {
 		/* No thread: release it here, slowly but surely. */
-		pthread_mutex_lock(&gf2_reap_lock);
-		gf2_reaping -= 1;
-		pthread_mutex_unlock(&gf2_reap_lock);
+		if (gf2_reapers != NULL) {
+			gf2_wait_done(gf2_reapers);
+		}
 		if (glfs_fini(fs) != 0) {
 			DBG_WARNING("glfs_fini(%s) failed: %s\n", volname,
 				    strerror(errno));

@@ -9,18 +9,18 @@
  *   client WRITE --> gf2_wc_write_send --> waiters (FIFO) --> gf2_wc_kick
  *        |                                                       |
  *        '<-- acknowledged once copied into the gather <---------'
- *   gather --gf2_io_submit--> Gluster --thread_fn: arrived, signal cond
+ *   gather --gf2_io_submit--> Gluster --thread_fn: the call's gate opens
  *                                   '--done_fn in the main loop: land
  *
  * Landing a call (gf2_wc_land) gives its memory back, latches its error
  * and tells prefetch the change is on the bricks.  It happens in the main
  * loop, either when the bridge delivers the completion (done_fn) or
  * earlier, when a synchronous drain (close, truncate, stat, a break...)
- * blocks smbd's main thread on the condition variable until Gluster's
- * thread has marked the call arrived; the later done_fn then only frees
- * the call.  glfs_pwrite_async copies the data before it returns, so a
- * gather's buffer is freed as soon as it is sent; its capacity stays
- * counted in the shared budget until it lands.
+ * waits for the call's gate (gf2_wait.h, at most max_wait_ms) until
+ * Gluster's thread has marked the call answered; the later done_fn then
+ * only frees the call.  glfs_pwrite_async copies the data before it
+ * returns, so a gather's buffer is freed as soon as it is sent; its
+ * capacity stays counted in the shared budget until it lands.
  *
  * Every call is made as the user of the requests it serves, whatever
  * smbd's main thread holds when it goes (a completion, another user's
@@ -51,7 +51,6 @@
 #include "smbd/smbd.h"
 #include "lib/util/tevent_unix.h"
 #include "lib/util/dlinklist.h"
-#include <pthread.h>
 #include <tdb.h>
 #include "gf2_prefetch.h"
 #include "gf2_wcache.h"
@@ -62,7 +61,7 @@
 struct gf2_wc_call {
 	struct gf2_wc *wc;	/* NULL once the cache went (orphan) */
 	unsigned slot;
-	bool arrived;		/* under gf2_wc_mu: Gluster answered */
+	struct gf2_wait *gate;	/* the write out until Gluster answers */
 	bool landed;
 };
 
@@ -94,8 +93,6 @@ struct gf2_wc {
 static struct gf2_wc *gf2_wcs;
 static unsigned gf2_wc_busy;	/* caches of this process not idle */
 static uint32_t gf2_wc_next_id;
-static pthread_mutex_t gf2_wc_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gf2_wc_cond = PTHREAD_COND_INITIALIZER;
 
 /* -- the registry -------------------------------------------------- */
 
@@ -475,10 +472,13 @@ static void gf2_wc_thread_fn(struct gf2_io *io)
 {
 	struct gf2_wc_call *call = io->private_data;
 
-	pthread_mutex_lock(&gf2_wc_mu);
-	call->arrived = true;
-	pthread_cond_broadcast(&gf2_wc_cond);
-	pthread_mutex_unlock(&gf2_wc_mu);
+	gf2_wait_done(call->gate);
+}
+
+static int gf2_wc_call_destructor(struct gf2_wc_call *call)
+{
+	gf2_wait_put(call->gate);
+	return 0;
 }
 
 static void gf2_wc_kick_im(struct tevent_context *ev,
@@ -583,6 +583,14 @@ static void gf2_wc_send(struct gf2_wc *wc)
 		call = talloc_zero(io, struct gf2_wc_call);
 	}
 	if (call != NULL) {
+		call->gate = gf2_wait_new(NULL, NULL);
+		if (call->gate == NULL) {
+			call = NULL;
+		} else {
+			talloc_set_destructor(call, gf2_wc_call_destructor);
+		}
+	}
+	if (call != NULL) {
 		/*
 		 * Sent from a completion or another request's drain too:
 		 * as the user whose writes the gather holds.
@@ -594,9 +602,13 @@ static void gf2_wc_send(struct gf2_wc *wc)
 		io->private_data = call;
 		io->thread_fn = gf2_wc_thread_fn;
 		wc->calls[slot] = call;
+		gf2_wait_add(call->gate);
 		err = gf2_io_submit(io, wc->gbuf, len, off);
 		if (switched) {
 			gf2_ident_leave();
+		}
+		if (err != 0) {
+			gf2_wait_done(call->gate);	/* never went out */
 		}
 	}
 	TALLOC_FREE(wc->gbuf);
@@ -624,27 +636,12 @@ static int gf2_wc_wait_slot(struct gf2_wc *wc, unsigned i)
 {
 	struct gf2_wc_call *call = wc->calls[i];
 	struct gf2_io *io = talloc_parent(call);
-	struct timespec until;
 	bool arrived;
-	int ret = 0;
 
 	if (wc->stalled) {
 		return ETIMEDOUT;
 	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += wc->max_wait_ms / 1000;
-	until.tv_nsec += (long)(wc->max_wait_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec += 1;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&gf2_wc_mu);
-	while (!call->arrived && ret == 0) {
-		ret = pthread_cond_timedwait(&gf2_wc_cond, &gf2_wc_mu,
-					     &until);
-	}
-	arrived = call->arrived;
-	pthread_mutex_unlock(&gf2_wc_mu);
+	arrived = gf2_wait_for(call->gate, wc->max_wait_ms) == 0;
 	if (!arrived) {
 		wc->stalled = true;
 		DBG_ERR("%s: a queued write of %" PRIu64 " bytes at offset %"
