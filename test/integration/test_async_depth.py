@@ -39,6 +39,7 @@ import uuid
 import pytest
 
 from gf2_bricks import brick_pids
+from gf2_logs import log_offsets, panics_since
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -212,30 +213,6 @@ def wait_smbd_exit(stack, pids, timeout=SMBD_EXIT_TIMEOUT):
         if not left or time.time() > deadline:
             return left
         time.sleep(0.5)
-
-
-def log_offsets(stack):
-    d = stack['SMB_LOGDIR']
-    return {f: os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
-            if f.startswith('log.')}
-
-
-def panics_since(stack, offsets, pids):
-    """PANIC / INTERNAL ERROR lines the smbd logs got since `offsets` that
-    name one of `pids`."""
-    d = stack['SMB_LOGDIR']
-    found = []
-    for f in os.listdir(d):
-        if not f.startswith('log.'):
-            continue
-        with open(os.path.join(d, f), 'rb') as fh:
-            fh.seek(offsets.get(f, 0))
-            text = fh.read().decode('utf-8', 'replace')
-        for line in text.splitlines():
-            m = re.search(r'(?:PANIC \(pid|in pid) (\d+)', line)
-            if m and int(m.group(1)) in pids:
-                found.append('%s: %s' % (f, line.strip()))
-    return found
 
 
 def brick_fds(pid):
