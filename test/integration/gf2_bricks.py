@@ -75,6 +75,22 @@ def gluster_reset(vol, key):
     _gluster_volume('reset', vol, key)
 
 
+def profile_fops(vol):
+    """{FOP: calls} the bricks of vol received since the last call
+    (`gluster volume profile VOL info incremental`; the profile must have
+    been started), summed over the bricks."""
+    out = subprocess.run(['gluster', '--mode=script', 'volume', 'profile',
+                          vol, 'info', 'incremental'],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         universal_newlines=True, timeout=120).stdout
+    n = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 2 and f[-1].isupper() and f[-2].isdigit():
+            n[f[-1]] = n.get(f[-1], 0) + int(f[-2])
+    return n
+
+
 def restart_volume(vol, mount):
     """volume stop and start (the bricks take a new translator only when
     they start again), then wait until the FUSE mount writes to every

@@ -15,7 +15,13 @@ FUSE mount of the same volume.  On each share:
   makes the module ask the bricks again;
 - the other client's write while the lease is held lands (the bricks
   hold it only until the lease is given back), and the next SMB read
-  sees its bytes.
+  sees its bytes;
+- the other client's truncation while the lease is held lands, and the
+  next SMB read past the new end finds the end of the file.
+
+On [leasevol] the checks of a handle's reads are answered by its lease:
+the bricks see one LK fop for the handle (the whole-file check when the
+lease is taken), not one per read.
 """
 
 import os
@@ -23,7 +29,8 @@ import time
 
 import pytest
 
-from gf2_bricks import gluster_set, one_brick_volume, restart_volume
+from gf2_bricks import gluster, gluster_set, one_brick_volume, \
+    profile_fops, restart_volume
 from gf2_private_smbd import PrivateSmbd, private_port
 from gf2_locks import Holder, open_rw
 from gf2_smb2 import STATUS, smb2q
@@ -75,7 +82,8 @@ def srv(stack, lease_volume):
     s.start()
     try:
         yield s.client_env(), {'leasevol': lease_volume[1],
-                               'noleasevol': stack['FUSE_MOUNT']}
+                               'noleasevol': stack['FUSE_MOUNT']}, \
+            lease_volume[0]
     finally:
         s.stop()
 
@@ -100,7 +108,7 @@ def test_fuse_lock_fails_next_read(srv, share):
     promptly and the very next SMB read and write of the range fail with
     FILE_LOCK_CONFLICT, as they do when every check asks the bricks; after
     its unlock they pass again."""
-    env, mounts = srv
+    env, mounts, _ = srv
     name = 'locklease-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
     cl, fid = open_rw(env, share, name)
@@ -131,7 +139,7 @@ def test_fuse_write_seen_by_next_read(srv, share):
     """The other client writes new bytes while the handle reads (its lease
     held on [leasevol]): the write lands promptly and the next SMB read
     returns the new bytes."""
-    env, mounts = srv
+    env, mounts, _ = srv
     name = 'leasewrite-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
     new = bytes((i * 13 + 5) % 251 for i in range(4096))
@@ -155,3 +163,56 @@ def test_fuse_write_seen_by_next_read(srv, share):
     assert (status, data) == (OK, new)
     assert took < PROMPT_S, 'the FUSE write took %.1f s' % took
 
+
+
+@pytest.mark.parametrize('share', SHARES)
+def test_fuse_truncate_seen_by_next_read(srv, share):
+    """The other client truncates the file while the handle reads (its
+    lease held on [leasevol]): the truncation lands promptly, the next SMB
+    read before the new end returns the file's bytes and the next one past
+    it finds the end of the file."""
+    env, mounts, _ = srv
+    name = 'leasetrunc-%d-%s.dat' % (os.getpid(), share)
+    data = bytes((i * 7 + 3) % 251 for i in range(SIZE))
+    path = fresh_file(mounts[share], name, data)
+    cl, fid = open_rw(env, share, name)
+    try:
+        first = [cl.read(fid, 65536, 4096) for _ in range(3)]
+        t0 = time.monotonic()
+        os.truncate(path, 8192)
+        took = time.monotonic() - t0
+        inside = cl.read(fid, 4096, 4096)
+        past = cl.read(fid, 65536, 4096)[0]
+        cl.close(fid)
+    finally:
+        cl.drop()
+        os.unlink(path)
+    assert first == [(OK, data[65536:65536 + 4096])] * 3
+    assert inside == (OK, data[4096:8192])
+    assert past == STATUS['STATUS_END_OF_FILE']
+    assert took < PROMPT_S, 'the FUSE truncation took %.1f s' % took
+
+
+def test_lease_answers_the_checks(srv):
+    """32 SMB reads of one handle on [leasevol]: the bricks see the
+    lease taken (a LEASE fop) and at most the one whole-file LK fop that
+    follows it, where a check per read would be 32."""
+    env, mounts, vol = srv
+    name = 'leasecount-%d.dat' % os.getpid()
+    path = fresh_file(mounts['leasevol'], name, bytes(SIZE))
+    gluster('volume', 'profile', vol, 'start', check=False)
+    cl = None
+    try:
+        profile_fops(vol)
+        cl, fid = open_rw(env, 'leasevol', name)
+        reads = [cl.read(fid, i * 4096, 4096)[0] for i in range(32)]
+        n = profile_fops(vol)
+        cl.close(fid)
+    finally:
+        if cl is not None:
+            cl.drop()
+        gluster('volume', 'profile', vol, 'stop', check=False)
+        os.unlink(path)
+    assert reads == [OK] * 32
+    assert n.get('LEASE', 0) >= 1, n
+    assert n.get('LK', 0) <= 1, n
