@@ -82,8 +82,7 @@ def srv(stack, lease_volume):
     s.start()
     try:
         yield s.client_env(), {'leasevol': lease_volume[1],
-                               'noleasevol': stack['FUSE_MOUNT']}, \
-            lease_volume[0]
+                               'noleasevol': stack['FUSE_MOUNT']}
     finally:
         s.stop()
 
@@ -108,7 +107,7 @@ def test_fuse_lock_fails_next_read(srv, share):
     promptly and the very next SMB read and write of the range fail with
     FILE_LOCK_CONFLICT, as they do when every check asks the bricks; after
     its unlock they pass again."""
-    env, mounts, _ = srv
+    env, mounts = srv
     name = 'locklease-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
     cl, fid = open_rw(env, share, name)
@@ -139,7 +138,7 @@ def test_fuse_write_seen_by_next_read(srv, share):
     """The other client writes new bytes while the handle reads (its lease
     held on [leasevol]): the write lands promptly and the next SMB read
     returns the new bytes."""
-    env, mounts, _ = srv
+    env, mounts = srv
     name = 'leasewrite-%d-%s.dat' % (os.getpid(), share)
     path = fresh_file(mounts[share], name, bytes(SIZE))
     new = bytes((i * 13 + 5) % 251 for i in range(4096))
@@ -164,14 +163,13 @@ def test_fuse_write_seen_by_next_read(srv, share):
     assert took < PROMPT_S, 'the FUSE write took %.1f s' % took
 
 
-
 @pytest.mark.parametrize('share', SHARES)
 def test_fuse_truncate_seen_by_next_read(srv, share):
     """The other client truncates the file while the handle reads (its
     lease held on [leasevol]): the truncation lands promptly, the next SMB
     read before the new end returns the file's bytes and the next one past
     it finds the end of the file."""
-    env, mounts, _ = srv
+    env, mounts = srv
     name = 'leasetrunc-%d-%s.dat' % (os.getpid(), share)
     data = bytes((i * 7 + 3) % 251 for i in range(SIZE))
     path = fresh_file(mounts[share], name, data)
@@ -193,11 +191,12 @@ def test_fuse_truncate_seen_by_next_read(srv, share):
     assert took < PROMPT_S, 'the FUSE truncation took %.1f s' % took
 
 
-def test_lease_answers_the_checks(srv):
+def test_lease_answers_the_checks(srv, lease_volume):
     """32 SMB reads of one handle on [leasevol]: the bricks see the
     lease taken (a LEASE fop) and at most the one whole-file LK fop that
     follows it, where a check per read would be 32."""
-    env, mounts, vol = srv
+    env, mounts = srv
+    vol = lease_volume[0]
     name = 'leasecount-%d.dat' % os.getpid()
     path = fresh_file(mounts['leasevol'], name, bytes(SIZE))
     gluster('volume', 'profile', vol, 'start', check=False)
