@@ -94,6 +94,7 @@ struct gf2_target {
 	char *path;		/* NULL when fd serves */
 	bool nofollow;
 	bool is_link;		/* smbd's stat says symlink */
+	bool is_dir;		/* the handle opened a directory */
 	ino_t ino;		/* path calls: the object opened (0: any) */
 };
 

@@ -271,6 +271,7 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 		.fd = h != NULL ? h->fh->fd : NULL,
 		.nofollow = h != NULL && h->nofollow,
 		.is_link = S_ISLNK(fsp->fsp_name->st.st_ex_mode),
+		.is_dir = h != NULL && h->is_dir,
 		.ino = h != NULL ? h->ino : 0,
 	};
 	if (t->fd != NULL && !need_path) {
@@ -285,47 +286,154 @@ int gf2_target_of(TALLOC_CTX *mem_ctx, struct vfs_handle_struct *handle,
 
 /*
  * A handle without a Gluster fd (a directory, a path-only handle) is
- * changed through its path.  The path is looked up again, with the
- * handle's follow rule, and the change is made on the object found
- * (gfapi's handle calls), but only if it is the object the handle opened:
+ * changed through its path, but only on the object the handle opened:
  * another Gluster client may have replaced a directory on the path with
  * a symlink that leads out of the share since, and gfapi follows
  * symlinks in the middle of a path.  The change then fails with ENOENT,
  * as it does on a local file system for a handle whose name is gone.
+ *
+ * The change is made through a descriptor opened on the path
+ * (glfs_open, glfs_opendir for a directory) whose inode is checked
+ * first, so no swap after the check can redirect it.  Never through a
+ * glfs_object: glfs_h_close() resets the inode's lookup count to 0, and
+ * on an entry this client created, the nl-cache translator (on in
+ * Gluster's samba option group) then answers ENOENT to every later
+ * lookup of its name in this process, for its timeout
+ * (test_samba_group.py).
+ *
+ * What has no such descriptor is changed by path after the check: a
+ * symlink itself (not following), a special file, an object the user
+ * may change but not read.  A swap in the moment between the check and
+ * the change is not excluded there.
  */
-static struct glfs_object *gf2_t_object(const struct gf2_target *t,
-					bool follow)
+struct gf2_t_fd {
+	glfs_fd_t *fd;
+	bool is_dir;
+};
+
+static void gf2_t_fd_close(struct gf2_t_fd *tf)
 {
-	struct glfs_object *obj = NULL;
+	int saved_errno = errno;
+
+	if (tf->fd != NULL) {
+		if (tf->is_dir) {
+			glfs_closedir(tf->fd);
+		} else {
+			glfs_close(tf->fd);
+		}
+		tf->fd = NULL;
+	}
+	errno = saved_errno;
+}
+
+/*
+ * 0 with tf->fd set, or with tf->fd NULL when the change is to be made
+ * by path (see above); -1/errno when there is nothing to change: the
+ * name is gone, or names another object (ENOENT).
+ */
+static int gf2_t_open(const struct gf2_target *t, bool follow,
+		      struct gf2_t_fd *tf)
+{
+	ino_t want = t->ino;
 	struct stat st;
 
-	obj = glfs_h_lookupat(t->fs, NULL, t->path, &st, follow ? 1 : 0);
-	if (obj == NULL) {
-		return NULL;
+	*tf = (struct gf2_t_fd) { .fd = NULL };
+	if (!follow) {
+		if (glfs_lstat(t->fs, t->path, &st) != 0) {
+			return -1;
+		}
+		if (want != 0 && st.st_ino != want) {
+			goto moved;
+		}
+		want = st.st_ino;
+		if (S_ISLNK(st.st_mode)) {
+			return 0;
+		}
 	}
-	if (t->ino != 0 && st.st_ino != t->ino) {
-		DBG_NOTICE("%s is no longer the object opened\n", t->path);
-		glfs_h_close(obj);
-		errno = ENOENT;
-		return NULL;
+	/*
+	 * A directory needs glfs_opendir: gfapi's glfs_open gives it a
+	 * descriptor whose xattr calls fail (EBADFD).
+	 */
+	if (!t->is_dir) {
+		tf->fd = glfs_open(t->fs, t->path, O_RDONLY);
+		if (tf->fd != NULL && (glfs_fstat(tf->fd, &st) != 0 ||
+				       S_ISDIR(st.st_mode))) {
+			gf2_t_fd_close(tf);
+			errno = EISDIR;
+		}
 	}
-	return obj;
+	if (t->is_dir || (tf->fd == NULL && errno == EISDIR)) {
+		tf->fd = glfs_opendir(t->fs, t->path);
+		tf->is_dir = true;
+	}
+	if (tf->fd == NULL) {
+		if (errno != EACCES && errno != EINVAL && errno != EPERM) {
+			return -1;
+		}
+		/* no descriptor for this object: by path, checked */
+		if ((follow ? glfs_stat(t->fs, t->path, &st)
+			    : glfs_lstat(t->fs, t->path, &st)) != 0) {
+			return -1;
+		}
+		if (want != 0 && st.st_ino != want) {
+			goto moved;
+		}
+		return 0;
+	}
+	if (glfs_fstat(tf->fd, &st) != 0) {
+		gf2_t_fd_close(tf);
+		return -1;
+	}
+	if (want != 0 && st.st_ino != want) {
+		gf2_t_fd_close(tf);
+		goto moved;
+	}
+	return 0;
+
+moved:
+	DBG_NOTICE("%s is no longer the object opened\n", t->path);
+	errno = ENOENT;
+	return -1;
 }
 
 static int gf2_t_setattrs(const struct gf2_target *t, bool follow,
-			  struct stat *sb, int valid)
+			  const struct stat *sb, int valid)
 {
-	struct glfs_object *obj = gf2_t_object(t, follow);
-	int saved_errno;
-	int ret;
+	struct gf2_t_fd tf;
+	uid_t uid = (valid & GFAPI_SET_ATTR_UID) ? sb->st_uid : (uid_t)-1;
+	gid_t gid = (valid & GFAPI_SET_ATTR_GID) ? sb->st_gid : (gid_t)-1;
+	struct timespec ts[2] = { sb->st_atim, sb->st_mtim };
+	int ret = 0;
 
-	if (obj == NULL) {
+	if (gf2_t_open(t, follow, &tf) != 0) {
 		return -1;
 	}
-	ret = glfs_h_setattrs(t->fs, obj, sb, valid);
-	saved_errno = errno;
-	glfs_h_close(obj);
-	errno = saved_errno;
+	if (tf.fd != NULL) {
+		if (valid & (GFAPI_SET_ATTR_UID | GFAPI_SET_ATTR_GID)) {
+			ret = glfs_fchown(tf.fd, uid, gid);
+		}
+		if (ret == 0 && (valid & GFAPI_SET_ATTR_MODE)) {
+			ret = glfs_fchmod(tf.fd, sb->st_mode);
+		}
+		if (ret == 0 &&
+		    (valid & (GFAPI_SET_ATTR_ATIME | GFAPI_SET_ATTR_MTIME))) {
+			ret = glfs_futimens(tf.fd, ts);
+		}
+		gf2_t_fd_close(&tf);
+		return ret;
+	}
+	if (valid & (GFAPI_SET_ATTR_UID | GFAPI_SET_ATTR_GID)) {
+		ret = follow ? glfs_chown(t->fs, t->path, uid, gid)
+			     : glfs_lchown(t->fs, t->path, uid, gid);
+	}
+	if (ret == 0 && (valid & GFAPI_SET_ATTR_MODE)) {
+		ret = glfs_chmod(t->fs, t->path, sb->st_mode);
+	}
+	if (ret == 0 &&
+	    (valid & (GFAPI_SET_ATTR_ATIME | GFAPI_SET_ATTR_MTIME))) {
+		ret = follow ? glfs_utimens(t->fs, t->path, ts)
+			     : glfs_lutimens(t->fs, t->path, ts);
+	}
 	return ret;
 }
 
@@ -414,41 +522,43 @@ ssize_t gf2_t_listxattr(const struct gf2_target *t, char *list,
 int gf2_t_setxattr(const struct gf2_target *t, const char *name,
 		   const void *value, size_t size, int flags)
 {
-	struct glfs_object *obj = NULL;
-	int saved_errno;
+	struct gf2_t_fd tf;
 	int ret;
 
 	if (t->fd != NULL) {
 		return glfs_fsetxattr(t->fd, name, value, size, flags);
 	}
-	obj = gf2_t_object(t, !t->nofollow);
-	if (obj == NULL) {
+	if (gf2_t_open(t, !t->nofollow, &tf) != 0) {
 		return -1;
 	}
-	ret = glfs_h_setxattrs(t->fs, obj, name, value, size, flags);
-	saved_errno = errno;
-	glfs_h_close(obj);
-	errno = saved_errno;
+	if (tf.fd == NULL) {
+		return t->nofollow ? glfs_lsetxattr(t->fs, t->path, name, value,
+						    size, flags)
+				   : glfs_setxattr(t->fs, t->path, name, value,
+						   size, flags);
+	}
+	ret = glfs_fsetxattr(tf.fd, name, value, size, flags);
+	gf2_t_fd_close(&tf);
 	return ret;
 }
 
 int gf2_t_removexattr(const struct gf2_target *t, const char *name)
 {
-	struct glfs_object *obj = NULL;
-	int saved_errno;
+	struct gf2_t_fd tf;
 	int ret;
 
 	if (t->fd != NULL) {
 		return glfs_fremovexattr(t->fd, name);
 	}
-	obj = gf2_t_object(t, !t->nofollow);
-	if (obj == NULL) {
+	if (gf2_t_open(t, !t->nofollow, &tf) != 0) {
 		return -1;
 	}
-	ret = glfs_h_removexattrs(t->fs, obj, name);
-	saved_errno = errno;
-	glfs_h_close(obj);
-	errno = saved_errno;
+	if (tf.fd == NULL) {
+		return t->nofollow ? glfs_lremovexattr(t->fs, t->path, name)
+				   : glfs_removexattr(t->fs, t->path, name);
+	}
+	ret = glfs_fremovexattr(tf.fd, name);
+	gf2_t_fd_close(&tf);
 	return ret;
 }
 
@@ -499,31 +609,48 @@ void gf2_change_fsp(struct vfs_handle_struct *handle,
 /*
  * open(2) with O_NOFOLLOW: gfapi's glfs_open resolves a symlink at the
  * path and opens its target (it does not interpret O_NOFOLLOW).  Look the
- * name up without following, refuse a symlink, and open exactly the
- * object that lookup found: no other client's swap between the check and
- * the open can redirect it.
+ * name up without following and refuse a symlink; open the path and keep
+ * the descriptor only if it is on the object that lookup found, so that
+ * no other client's swap between the check and the open redirects it.
+ * O_TRUNC is applied once the descriptor is checked.  (No glfs_object:
+ * see gf2_t_open above.)
  */
 static glfs_fd_t *gf2_open_nofollow(glfs_t *fs, const char *path, int flags)
 {
 	struct stat st;
-	struct glfs_object *obj = NULL;
+	struct stat fst;
 	glfs_fd_t *fd = NULL;
 	int saved_errno;
 
-	obj = glfs_h_lookupat(fs, NULL, path, &st, 0);
-	if (obj == NULL) {
+	if (glfs_lstat(fs, path, &st) != 0) {
 		return NULL;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		glfs_h_close(obj);
 		errno = ELOOP;
 		return NULL;
 	}
-	fd = glfs_h_open(fs, obj, flags);
-	saved_errno = errno;
-	glfs_h_close(obj);
-	errno = saved_errno;
+	fd = glfs_open(fs, path, flags & ~O_TRUNC);
+	if (fd == NULL) {
+		return NULL;
+	}
+	if (glfs_fstat(fd, &fst) != 0) {
+		goto fail;
+	}
+	if (fst.st_ino != st.st_ino) {
+		/* a symlink took the name's place: followed */
+		errno = ELOOP;
+		goto fail;
+	}
+	if ((flags & O_TRUNC) && glfs_ftruncate(fd, 0, NULL, NULL) != 0) {
+		goto fail;
+	}
 	return fd;
+
+fail:
+	saved_errno = errno;
+	glfs_close(fd);
+	errno = saved_errno;
+	return NULL;
 }
 
 /* The fsp goes: close its Gluster handle (maybe deferred), drop pf. */

@@ -237,6 +237,17 @@ static int gf2_volume_set_xlators(glfs_t *fs,
 				  "pass-through", "true",
 				  "bypass client io-threads", false);
 	}
+	/*
+	 * nl-cache (on in Gluster's samba option group) loses names this
+	 * client created once gfapi releases a glfs_object of them, which
+	 * it does for every upcall it delivers (glfs_free): another
+	 * client's change to a file or directory made here hid it from this
+	 * process for nl-cache's timeout (600 s in the group), every lookup
+	 * answering ENOENT (test_samba_group.py).  Bypass it in this
+	 * process's graph; other clients of the volume keep it.
+	 */
+	gf2_xlator_option(fs, p->volname, "*-nl-cache", "pass-through",
+			  "true", "bypass nl-cache", false);
 	/* The snapshot entry point (.snaps) appears under the share root. */
 	gf2_xlator_option(fs, p->volname, "*-snapview-client",
 			  "snapdir-entry-path", p->connectpath,
