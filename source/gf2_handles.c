@@ -352,37 +352,40 @@ static int gf2_t_open(const struct gf2_target *t, bool follow,
 	}
 	/*
 	 * A directory needs glfs_opendir: gfapi's glfs_open gives it a
-	 * descriptor whose xattr calls fail (EBADFD).
+	 * descriptor whose xattr calls fail (EBADFD).  So a descriptor
+	 * glfs_open finds on a directory is opened again.
 	 */
-	if (!t->is_dir) {
-		tf->fd = glfs_open(t->fs, t->path, O_RDONLY);
-		if (tf->fd != NULL && (glfs_fstat(tf->fd, &st) != 0 ||
-				       S_ISDIR(st.st_mode))) {
-			gf2_t_fd_close(tf);
-			errno = EISDIR;
+	tf->is_dir = t->is_dir;
+	for (;;) {
+		tf->fd = tf->is_dir ? glfs_opendir(t->fs, t->path)
+				    : glfs_open(t->fs, t->path, O_RDONLY);
+		if (tf->fd == NULL) {
+			break;
 		}
-	}
-	if (t->is_dir || (tf->fd == NULL && errno == EISDIR)) {
-		tf->fd = glfs_opendir(t->fs, t->path);
+		if (glfs_fstat(tf->fd, &st) != 0) {
+			gf2_t_fd_close(tf);
+			return -1;
+		}
+		if (tf->is_dir || !S_ISDIR(st.st_mode)) {
+			break;
+		}
+		gf2_t_fd_close(tf);
 		tf->is_dir = true;
 	}
 	if (tf->fd == NULL) {
 		if (errno != EACCES && errno != EINVAL && errno != EPERM) {
 			return -1;
 		}
-		/* no descriptor for this object: by path, checked */
-		if ((follow ? glfs_stat(t->fs, t->path, &st)
-			    : glfs_lstat(t->fs, t->path, &st)) != 0) {
+		/*
+		 * No descriptor for this object: by path, checked (not
+		 * following, the lstat above was the check).
+		 */
+		if (!follow) {
+			return 0;
+		}
+		if (glfs_stat(t->fs, t->path, &st) != 0) {
 			return -1;
 		}
-		if (want != 0 && st.st_ino != want) {
-			goto moved;
-		}
-		return 0;
-	}
-	if (glfs_fstat(tf->fd, &st) != 0) {
-		gf2_t_fd_close(tf);
-		return -1;
 	}
 	if (want != 0 && st.st_ino != want) {
 		gf2_t_fd_close(tf);
