@@ -13,56 +13,8 @@ such a folder must exist too.  test/bench/ holds the tools only
 """
 
 import os
-import re
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-DOCS = os.path.join(TOP, 'docs')
-README = os.path.join(TOP, 'README')
-
-# results/NAME, test/soak/NAME or test/bench/NAME (where no run may be:
-# cited there, it is missing), then an optional /FILE; not preceded by a
-# path character (so that test/results/... is not taken for it).
-CITE_RE = re.compile(
-    r'(?<![\w./-])((?:results|test/(?:bench|soak))/[\w.+-]+)(/[\w.+/-]*)?')
-# A folder named by its commit: NAME-<7 to 12 hex digits>, with an optional
-# -word after it (run-bookworm-831f0f1-rerun, leasewrite-...-b27154f-7reps,
-# run-bookworm-5d5aea5-2).
-COMMIT_NAME_RE = re.compile(r'-[0-9a-f]{7,12}(?:-[a-z0-9]+)?$')
-# Folders of code, not of results.
-CODE_FOLDERS = {'test/bench/lib'}
-
-
-def cited_documents():
-    docs = [README]
-    for root, dirs, names in os.walk(DOCS):
-        dirs[:] = [d for d in dirs if not d.startswith('.')]
-        docs += [os.path.join(root, n) for n in names if not n.startswith('.')]
-    return sorted(docs)
-
-
-def results_citations(text):
-    """(folder, path) pairs: each results folder cited and the exact path
-    cited in it (the folder itself when no file is named)."""
-    found = set()
-    for m in CITE_RE.finditer(text):
-        folder = m.group(1).rstrip('.,;:')
-        rest = (m.group(2) or '').rstrip('.,;:')
-        if folder in CODE_FOLDERS:
-            continue
-        if not rest and not COMMIT_NAME_RE.search(folder):
-            continue            # test/bench/run, test/bench/mdfloor: tools
-        found.add((folder, folder + rest.rstrip('/')))
-    return found
-
-
-def all_citations():
-    cites = {}
-    for doc in cited_documents():
-        with open(doc, errors='replace') as f:
-            for folder, path in results_citations(f.read()):
-                cites.setdefault((folder, path), []).append(
-                    os.path.relpath(doc, TOP))
-    return cites
+from gf2_results import TOP, all_citations, results_citations
 
 
 def test_parser_finds_folders_and_files():
