@@ -15,10 +15,12 @@ from .chart import write_chart
 from .common import (ALL_BACKENDS, ALL_SMB_SHARES, BACKENDS, BASE, BASE_WC, DATADIR,
                      NOPF, PREFETCH_COMPARE_BACKENDS,
                      PREFETCH_COMPARE_WORKLOADS, SHARE_ALIASES, TOP,
-                     WORKLOAD_NAMES, WORKLOADS, die_args, now)
+                     WORKLOAD_NAMES, WORKLOADS, default_run_dir, die_args,
+                     now)
 from .config import Config
 from .meta import versions
-from .report import summarize, write_csv, write_json, write_markdown
+from .report import (summarize, write_csv, write_json, write_markdown,
+                     write_summary_json)
 from .stack import (GROUPS_DIR, VolumeGroup, gfapi_exec, gluster_cmd,
                     platform_root, stack_env)
 
@@ -54,8 +56,10 @@ def parse_args(argv):
     ap.add_argument('--reps', default=None,
                     help='repetitions (default 3, --quick 1)')
     ap.add_argument('--out', default=None,
-                    help='results directory (default test/results/bench/'
-                         '<timestamp>)')
+                    help='results directory (default results/KIND-PLATFORM-'
+                         'COMMIT/, KIND run or prefetch-compare, PLATFORM '
+                         'this machine\'s codename or --platform; -2, -3... '
+                         'appended when taken)')
     ap.add_argument('--volume-group', default=None, metavar='GROUP',
                     help='apply gluster option group GROUP (a file in '
                          '%s, e.g. samba) to the stack\'s volume for the '
@@ -174,8 +178,8 @@ def main(argv):
                 shutil.rmtree(p)
         return 0
 
-    stamp = datetime.datetime.utcnow().strftime('%Y%m%d-%H%M%S')
-    outdir = args.out or os.path.join(TOP, 'test', 'results', 'bench', stamp)
+    outdir = args.out or default_run_dir(
+        'prefetch-compare' if args.prefetch_compare else 'run', platform)
     try:
         os.makedirs(outdir, exist_ok=True)
     except OSError as e:
@@ -261,6 +265,8 @@ def main(argv):
                 b['brick_cpu'], b['client_cpu']
     write_json(os.path.join(outdir, 'results.json'), meta, cfg.as_dict(),
                summary, bench.records)
+    write_summary_json(os.path.join(outdir, 'summary.json'), meta,
+                       cfg.as_dict(), summary)
     write_csv(os.path.join(outdir, 'results.csv'), bench.records)
     summary_full = summarize(bench.records, backends)
     png = write_chart(outdir, summary_full, backends, meta)

@@ -4,6 +4,7 @@ each does, units, argument errors."""
 
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -12,6 +13,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 # the load generators (test/bench/*.c), built by lib/build.py
 BIN = os.path.join(TOP, 'build', 'test', 'bench')
+# committed runs, one folder each (KIND-PLATFORM-COMMIT); test/bench holds
+# the tools only (docs/hacking.md, "Results"; test/docs/test_results_budget.py)
+RESULTS = os.path.join(TOP, 'results')
 
 SMB_SHARES = ['local', 'fuse', 'glusterfs', 'glusterfs2']
 BACKENDS = SMB_SHARES + ['gfapi']       # the default set
@@ -162,3 +166,35 @@ def now():
 
 def median(xs):
     return statistics.median(xs) if xs else None
+
+
+def host_platform():
+    """This machine's platform name, as the runs are named: the codename
+    of /etc/os-release (bookworm), or 'host' when it has none."""
+    try:
+        with open('/etc/os-release') as f:
+            for line in f:
+                key, _, value = line.strip().partition('=')
+                if key == 'VERSION_CODENAME' and value.strip('"'):
+                    return value.strip('"')
+    except OSError:
+        pass
+    return 'host'
+
+
+def default_run_dir(kind, platform=None):
+    """results/KIND-PLATFORM-COMMIT (PLATFORM: the --platform given, else
+    this machine's), with -2, -3... after it when that folder is taken, so
+    that a run never writes over another.  COMMIT is HEAD's short hash
+    (the report names the module it measured and how it was built)."""
+    p = subprocess.run(['git', '-C', TOP, 'rev-parse', '--short=7', 'HEAD'],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True)
+    commit = p.stdout.strip() if p.returncode == 0 else 'nogit'
+    base = os.path.join(RESULTS, '%s-%s-%s' % (
+        kind, platform or host_platform(), commit))
+    path, n = base, 1
+    while os.path.exists(path):
+        n += 1
+        path = '%s-%d' % (base, n)
+    return path

@@ -1,6 +1,6 @@
 """The results: the summary of the records (medians, ratios) and the
-files written from them: results.json, results.csv, results.md (the
-chart is chart.py's)."""
+files written from them: results.json, results.csv, summary.json,
+results.md (the chart is chart.py's)."""
 
 import csv
 import json
@@ -422,6 +422,15 @@ def write_json(path, meta, cfg, summary, records):
     with open(path, 'w') as f:
         json.dump({'meta': meta, 'config': cfg, 'summary': summary,
                    'runs': records}, f, indent=1)
+
+
+def write_summary_json(path, meta, cfg, summary):
+    """results.json without the per-sample runs: what a committed run keeps
+    once its raw data is pruned (docs/hacking.md, "Results")."""
+    with open(path, 'w') as f:
+        json.dump({'meta': meta, 'config': cfg, 'summary': summary}, f,
+                  indent=1)
+        f.write('\n')
 
 
 def write_csv(path, records):

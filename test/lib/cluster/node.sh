@@ -190,7 +190,7 @@ node_started() { [ -n "$(ctdbd_pid "$1")" ]; }
 # Stop node N: ctdbd's shutdown (50.samba stops smbd), then whatever is
 # left in the node's network namespace.
 stop_node() { # N
-	local n=$1 p i left
+	local n=$1 p i left timer
 	p=$(ctdbd_pid "$n")
 	if [ -n "$p" ]; then
 		log "node $n: stopping ctdbd ($p)"
@@ -204,7 +204,16 @@ stop_node() { # N
 	if [ -n "$left" ]; then
 		# shellcheck disable=SC2086
 		kill_pids TERM $left
-		sleep 1
+		# up to a second for them to go, looked at every tenth
+		sleep 1 &
+		timer=$!
+		while kill -0 "$timer" 2>/dev/null; do
+			sleep 0.1
+			left=$(ns_pids "$n")
+			[ -n "$left" ] || break
+		done
+		kill "$timer" 2>/dev/null
+		wait "$timer" 2>/dev/null
 		left=$(ns_pids "$n")
 		# shellcheck disable=SC2086
 		[ -z "$left" ] || kill_pids KILL $left

@@ -110,23 +110,37 @@ check_hostname() {
 	done
 }
 
+# kill_pids WHAT PID...: SIGTERM, then each of them waited for (looked at
+# every tenth of a second) for up to 10 s; those left get SIGKILL and up
+# to another half second to go.
 kill_pids() { # WHAT PID...
-	local what=$1 i alive p
+	local what=$1 end alive p i
 	shift
 	[ $# -gt 0 ] || return 0
 	kill -TERM "$@" 2>/dev/null || true
-	for ((i = 0; i < 20; i++)); do
+	end=$((SECONDS + 10))
+	while :; do
 		alive=""
 		for p in "$@"; do
 			if kill -0 "$p" 2>/dev/null; then alive="$alive $p"; fi
 		done
 		[ -n "$alive" ] || return 0
-		sleep 0.5
+		[ "$SECONDS" -lt "$end" ] || break
+		sleep 0.1
 	done
 	warn "$what did not exit on SIGTERM, sending SIGKILL to$alive"
 	# shellcheck disable=SC2086
 	kill -KILL $alive 2>/dev/null || true
-	sleep 0.5
+	for ((i = 0; i < 5; i++)); do
+		# shellcheck disable=SC2086
+		set -- $alive
+		alive=""
+		for p in "$@"; do
+			if kill -0 "$p" 2>/dev/null; then alive="$alive $p"; fi
+		done
+		[ -n "$alive" ] || return 0
+		sleep 0.1
+	done
 }
 
 port_listeners() { # PORT -> "pid ..." of listeners, or "?" if unknown owner

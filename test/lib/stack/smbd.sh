@@ -117,14 +117,19 @@ start_smbd() {
 	smbd -D -s "$CONF" 9>&- || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 }
 
+# wait_smbd PORT: until the private smbd serves //HOST/local (a listing
+# answered), asked every quarter second, for at most 30 s (120 s in
+# sanitizer mode).
 wait_smbd() {
-	local port=$1 i out="" secs=30
+	local port=$1 out="" secs=30 end
 	if [ "$(state_get ASAN 0)" = 1 ]; then secs=120; fi
-	for ((i = 0; i < secs; i++)); do
+	end=$((SECONDS + secs))
+	while :; do
 		if out=$(smb_ls local 2>&1); then
 			return 0
 		fi
-		sleep 1
+		[ "$SECONDS" -lt "$end" ] || break
+		sleep 0.25
 	done
 	echo "$out" >&2
 	echo "--- tail of $SMBDIR/log.smbd:" >&2
