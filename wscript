@@ -244,6 +244,12 @@ def configure(conf):
     if Utils.unversioned_sys_platform() != 'linux':
         conf.fatal('glusterfs2 builds on Linux only')
 
+    override = Options.options.samba_version_override
+    if override is not None and \
+            not re.match(r'^\d{1,6}\.\d{1,6}\.\d{1,6}$', override):
+        conf.fatal('--samba-version-override=%r: MAJOR.MINOR.RELEASE '
+                   'expected' % override)
+
     without_smbd = Options.options.tree_without_smbd
     if without_smbd:
         if not Options.options.samba_source:
@@ -330,9 +336,6 @@ def configure(conf):
     built = tree_version
     override = Options.options.samba_version_override
     if override:
-        if not re.match(r'^\d+\.\d+\.\d+$', override):
-            conf.fatal('--samba-version-override=%r: MAJOR.MINOR.RELEASE'
-                       % override)
         conf.msg('Samba version the module claims', '%s (override; the '
                  'headers are of %s)' % (override, tree_version),
                  color='YELLOW')
