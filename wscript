@@ -74,6 +74,7 @@ CORE_SOURCES = [
     'source/gf2_readplan.c',
     'source/gf2_change.c',
     'source/gf2_wait.c',
+    'source/gf2_sambaver.c',
 ]
 
 MODULE_SOURCES = [
@@ -115,6 +116,7 @@ UNIT_TESTS = [
     'test_readplan',
     'test_change',
     'test_wait',
+    'test_sambaver',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
@@ -167,6 +169,14 @@ def options(opt):
                         'undefined is checked against what the tree\'s smbd '
                         'libraries export (scripts/samba-tree-exports). '
                         'The result is for that release\'s smbd only')
+    grp.add_option('--samba-version-override',
+                   dest='samba_version_override', default=None,
+                   help='for tests only: the Samba version the module '
+                        'says it was compiled for (MAJOR.MINOR.RELEASE), '
+                        'instead of the source tree\'s; a module that '
+                        'claims another release series than the running '
+                        'smbd refuses to load (test/integration/'
+                        'test_samba_release_guard.py)')
     grp.add_option('--debug-build', dest='debug_build', default=False,
                    action='store_true',
                    help='-O0 -g3 instead of -O2 -g')
@@ -233,6 +243,12 @@ def configure(conf):
 
     if Utils.unversioned_sys_platform() != 'linux':
         conf.fatal('glusterfs2 builds on Linux only')
+
+    override = Options.options.samba_version_override
+    if override is not None and \
+            not re.match(r'^\d{1,6}\.\d{1,6}\.\d{1,6}$', override):
+        conf.fatal('--samba-version-override=%r: MAJOR.MINOR.RELEASE '
+                   'expected' % override)
 
     without_smbd = Options.options.tree_without_smbd
     if without_smbd:
@@ -314,6 +330,17 @@ def configure(conf):
         conf.fatal('--module-name=%r: letters, digits and _ only' % name)
     conf.env.MODULE_NAME = name
     conf.env.SMBD_VERSION = smbd_version
+    # The release the module checks the running smbd against when it is
+    # loaded (source/gf2_sambaver.c): the headers' own, unless a test
+    # makes it claim another.
+    built = tree_version
+    override = Options.options.samba_version_override
+    if override:
+        conf.msg('Samba version the module claims', '%s (override; the '
+                 'headers are of %s)' % (override, tree_version),
+                 color='YELLOW')
+        built = override
+    conf.env.SAMBA_BUILT_VERSION = built
     conf.env.SAMBA_TREE_WITHOUT_SMBD = without_smbd
     if without_smbd:
         # Debian's and Ubuntu's MODULESDIR unless told
@@ -483,6 +510,8 @@ def build(bld):
     defines = list(bld.env.SAMBA_DEFINES)
     if name != 'glusterfs2':
         defines.append('GF2_REGISTER_NAME="%s"' % name)
+    defines.append('GF2_SAMBA_BUILT_VERSION="%s"' % (
+        bld.env.SAMBA_BUILT_VERSION or _tree_version(bld.env.SAMBA_TREE)))
     bld.shlib(source=MODULE_SOURCES, target=name,
               includes=['include'] + bld.env.SAMBA_INCLUDES,
               defines=defines,

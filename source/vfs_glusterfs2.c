@@ -16,6 +16,7 @@
 #include "gf2_vfs.h"
 #include "gf2_acl.h"
 #include "gf2_offload.h"
+#include "gf2_sambaver.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -389,10 +390,59 @@ static struct vfs_fn_pointers gf2_fns = {
 	.aio_force_fn = gf2_aio_force,
 };
 
+/*
+ * The Samba release whose headers the module was compiled with (wscript:
+ * the source tree's VERSION; a test build may claim another with
+ * --samba-version-override).
+ */
+#ifndef GF2_SAMBA_BUILT_VERSION
+#error "GF2_SAMBA_BUILT_VERSION comes from wscript"
+#endif
+
+/*
+ * Whether this smbd is of the release series the module was compiled
+ * for.  Runs before the module registers, so before smbd hands it any
+ * structure whose layout depends on the release: only the version
+ * string of the public libsmbconf is read.  Another series (or an
+ * unreadable version) fails the module's initialisation: smbd then
+ * refuses the tree connect of each share that loads it
+ * (NT_STATUS_BAD_NETWORK_NAME) and serves the others.  smbd's own check
+ * of the VFS interface number follows in smb_register_vfs; the interface
+ * changes only with the series (docs/samba-versions.md).
+ */
+static bool gf2_samba_release_ok(void)
+{
+	const char *running = samba_version_string();
+	enum gf2_samba_match m;
+
+	m = gf2_samba_version_match(GF2_SAMBA_BUILT_VERSION, running);
+	if (gf2_samba_version_usable(m)) {
+		if (m == GF2_SAMBA_SAME_SERIES) {
+			DBG_NOTICE("%s compiled for Samba %s, running in "
+				   "Samba %s: same release series\n",
+				   GF2_REGISTER_NAME, GF2_SAMBA_BUILT_VERSION,
+				   running);
+		}
+		return true;
+	}
+	DBG_ERR("%s was compiled for Samba %s (VFS interface %d) but this "
+		"smbd is Samba %s: not loading it, shares using it are "
+		"refused; rebuild it against this smbd's Samba "
+		"(scripts/build-deb, or ./waf configure && ./waf install; "
+		"README, Upgrading Samba)\n",
+		GF2_REGISTER_NAME, GF2_SAMBA_BUILT_VERSION,
+		SMB_VFS_INTERFACE_VERSION,
+		running != NULL ? running : "(unknown)");
+	return false;
+}
+
 static_decl_vfs;
 NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx);
 NTSTATUS vfs_glusterfs2_init(TALLOC_CTX *ctx)
 {
+	if (!gf2_samba_release_ok()) {
+		return NT_STATUS_REVISION_MISMATCH;
+	}
 	return smb_register_vfs(SMB_VFS_INTERFACE_VERSION, GF2_REGISTER_NAME,
 				&gf2_fns);
 }

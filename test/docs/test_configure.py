@@ -8,7 +8,8 @@ A module is built against the headers of the smbd that loads it, so
 request only (--accept-samba-patch-release or
 GLUSTERFS2_ACCEPT_SAMBA_PATCH_RELEASE=1): a tree of another patch release
 of the same series, when the archive serves no source of the installed
-one; configure then says so.  Each case runs the real configure against a
+one; configure then says so.  A test build's claimed release
+(--samba-version-override) must be MAJOR.MINOR.RELEASE.  Each case runs the real configure against a
 tree made here (the configured tree's vfs.h and waf, a VERSION file of the
 case's release) and reads where it stopped: past the version check, a tree
 without config.h stops at "is not configured".
@@ -153,6 +154,25 @@ def test_tree_without_smbd_needs_the_tree(tmp_path, real_tree):
     assert p.returncode != 0
     assert '--samba-tree-without-smbd needs --samba-source' in p.stdout, \
         p.stdout
+
+
+@pytest.mark.parametrize('value', ['', '4.16', 'x.y.z', '4.16.0-1'])
+def test_version_override_refuses_a_bad_value(tmp_path, real_tree, value):
+    p = _configure(tmp_path, real_tree, _smbd_version(),
+                   extra=['--samba-version-override=' + value])
+    assert p.returncode != 0
+    assert '--samba-version-override=%r: MAJOR.MINOR.RELEASE expected' % \
+        value in p.stdout, p.stdout
+    assert 'is not configured' not in p.stdout, p.stdout
+
+
+def test_version_override_taken(tmp_path, real_tree):
+    """A test build's claimed release passes configure's checks (the
+    module compares it with the running smbd's when loaded)."""
+    p = _configure(tmp_path, real_tree, _smbd_version(),
+                   extra=['--samba-version-override=4.16.0'])
+    assert 'MAJOR.MINOR.RELEASE expected' not in p.stdout, p.stdout
+    assert 'is not configured' in p.stdout, p.stdout
 
 
 def _exported_by_installed_smbd():

@@ -52,7 +52,9 @@ PORT_SLOTS = {
     'xattr-batch-log': 2,       # test_metadata_cache.py
     'asan': 3,                  # test/asan/run (test_asan.py)
     'examples': 4,              # test_examples.py
-    'pkg': 5,                   # test_package.py
+    'pkg': 5,                   # test_package.py, and
+                                # test_samba_release_guard.py's
+                                # smbd (.stack/guard) after it
     'badoptions': 6,            # test_bad_options.py
     'posixlocks': 7,            # test_posix_locks.py
     'profile': 8,               # test_profile.py

@@ -6,8 +6,9 @@ machine's smbds load is never touched.
      every file that goes into the package (source/, include/, wscript,
      waf, scripts/, debian/, docs/, smb.conf.examples/, README); otherwise
      scripts/build-deb builds it (about 10-15 s with a warm Samba cache).
-     Its control fields and contents are checked: Depends on exactly the
-     installed samba version and on libgfapi0, the module in
+     Its control fields and contents are checked: Depends on the
+     installed samba version up to the next upstream release, and on
+     libgfapi0, the module in
      MODULESDIR/vfs, the manual page, every example configuration.
   2. A private mount namespace (PackageRoot: a `sleep` started by
      `unshare --mount`, entered with nsenter) gets overlays on /usr and
@@ -49,13 +50,13 @@ import glob
 import os
 import re
 import shutil
-import subprocess
 import time
 import uuid
 
 import pytest
 
 from conftest import TOP, Smb, sha256
+from gf2_package import PackageRoot, modulesdir, run
 from gf2_private_smbd import PrivateSmbd, private_port, parse_smb_conf
 
 PKG = 'samba-vfs-glusterfs2'
@@ -64,12 +65,6 @@ OUT = os.path.join(TOP, 'build-deb', PLATFORM) if PLATFORM else \
     os.path.join(TOP, 'build-deb')
 PKG_INPUTS = ('source', 'include', 'wscript', 'waf', 'scripts', 'debian',
               'docs', 'smb.conf.examples', 'README')
-
-
-def run(cmd, timeout=300, **kw):
-    return subprocess.run(cmd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True,
-                          errors='replace', timeout=timeout, **kw)
 
 
 def newest_input_mtime():
@@ -91,13 +86,6 @@ def newest_input_mtime():
                     continue
                 newest = max(newest, os.path.getmtime(os.path.join(root, f)))
     return newest
-
-
-def modulesdir():
-    out = run(['smbd', '-b']).stdout
-    m = re.search(r'MODULESDIR:\s*(\S+)', out)
-    assert m, 'smbd -b prints no MODULESDIR'
-    return m.group(1)
 
 
 def dpkg_status(pkg):
@@ -125,69 +113,6 @@ def get_deb():
     return deb, 'built by scripts/build-deb in %.0f s' % took
 
 
-class PackageRoot:
-    """A mount namespace of its own whose /usr and /var are overlays of
-    the machine's (their upper layers in DIR): what dpkg does there, the
-    machine never sees.  Its first process is a `sleep` started by
-    `unshare --mount`; commands enter it with nsenter (cmd), files are
-    reached from outside through /proc/PID/root (path), and it goes when
-    its last process ends (close)."""
-
-    OVERLAID = ('/usr', '/var')
-
-    def __init__(self, d):
-        self.dir = d
-        self.holder = subprocess.Popen(
-            ['unshare', '--mount', '--propagation', 'private', '--',
-             'sleep', 'infinity'])
-        try:
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
-
-    def _setup(self):
-        ours = os.readlink('/proc/self/ns/mnt')
-        deadline = time.time() + 10
-        while True:
-            try:
-                if os.readlink('/proc/%d/ns/mnt' % self.holder.pid) != \
-                        ours:
-                    break
-            except OSError:
-                pass
-            assert self.holder.poll() is None and time.time() < deadline, \
-                'unshare --mount did not start a mount namespace'
-            time.sleep(0.05)
-        for i, lower in enumerate(self.OVERLAID):
-            upper = os.path.join(self.dir, 'upper%d' % i)
-            work = os.path.join(self.dir, 'work%d' % i)
-            os.makedirs(upper)
-            os.makedirs(work)
-            p = run(self.cmd('mount', '-t', 'overlay', 'overlay', '-o',
-                             'lowerdir=%s,upperdir=%s,workdir=%s' % (
-                                 lower, upper, work), lower))
-            assert p.returncode == 0, 'overlay on %s: %s' % (lower, p.stdout)
-
-    def cmd(self, *args):
-        # -r -w: the holder's root and working directory, which inside a
-        # platform's chroot are not the namespace's own "/"
-        return ['nsenter', '-t', str(self.holder.pid), '-m', '-r', '-w',
-                '--'] + list(args)
-
-    def run(self, *args, timeout=300):
-        return run(self.cmd(*args), timeout=timeout)
-
-    def path(self, p):
-        return '/proc/%d/root%s' % (self.holder.pid, p)
-
-    def close(self):
-        if self.holder.poll() is None:
-            self.holder.kill()
-        self.holder.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def dpkg_status_in(root, pkg):
     p = root.run('dpkg-query', '-W', '-f=${db:Status-Abbrev}', pkg)
     return p.stdout.strip() if p.returncode == 0 else ''
@@ -213,9 +138,13 @@ def test_package_build_install_serve_remove(stack, tmp_path):
                          'samba']).stdout.strip()
     assert fields['Package'] == PKG
     depends = [d.strip() for d in fields['Depends'].split(',')]
-    assert 'samba (= %s)' % samba_version in depends, \
-        'Depends does not pin the installed samba %s: %s' % (
+    # from the installed revision to the next upstream release
+    # (test_samba_updates_with_the_package checks the bounds and apt)
+    assert 'samba (>= %s)' % samba_version in depends, \
+        'Depends does not start at the installed samba %s: %s' % (
             samba_version, fields['Depends'])
+    assert any(re.match(r'^samba \(<< \d+:\d+\.\d+\.\d+~\)$', d)
+               for d in depends), fields['Depends']
     assert any(d.startswith('libgfapi0') for d in depends), fields['Depends']
     mdir = modulesdir()
     target = os.path.join(mdir, 'vfs', 'glusterfs2.so')
@@ -365,3 +294,228 @@ def test_package_build_install_serve_remove(stack, tmp_path):
     assert not man_after
     assert not os.path.exists('/usr/share/man/man8/vfs_glusterfs2.8.gz')
     assert not srv.our_processes(), 'the private smbd did not stop'
+
+
+# -- Samba's updates with the package installed -------------------------
+#
+# Samba's updates with samba-vfs-glusterfs2 installed: what apt does.
+#
+# The package depends on `samba (>= the revision it was built against)` and
+# `samba (<< the next upstream patch release)` (debian/control,
+# debian/samba-version).  This checks both bounds, then lets apt simulate
+# the upgrades an admin (or unattended-upgrades) would run, with apt and
+# dpkg state of the test's own, so nothing of the machine changes:
+#
+#   1. The .deb's Depends (dpkg-deb -f) against the installed samba's
+#      version and against versions around it (dpkg --compare-versions):
+#      the installed revision and a later Debian revision of the same
+#      upstream release are accepted, an earlier revision and the next
+#      upstream release are not.
+#   2. A private dpkg status (the machine's, plus the package as installed)
+#      and a local file repository that holds a newer Debian revision of
+#      every installed package built from the samba source (their control
+#      data from dpkg, the revision's last number one higher, as a security
+#      update is numbered): `apt-get -s upgrade` upgrades samba, keeps
+#      nothing back and removes nothing.
+#   3. The same with the next upstream release in the repository (a new
+#      series or patch release needs a rebuild of the module):
+#      `apt-get -s upgrade` keeps samba back instead of breaking the share,
+#      and `apt-get -s dist-upgrade` would remove the module, which is why
+#      README's "Upgrading Samba" says to rebuild first.
+#
+# apt reads no list but the local repository's (Dir::Etc::SourceList,
+# SourceParts and PreferencesParts of its own, its lists and cache in the
+# test's directory); -s simulates, so neither dpkg nor apt's state of the
+# machine is written.  The .deb is the one test_package.py uses
+# (build-deb/, rebuilt by scripts/build-deb when older than its sources).
+
+SAMBA = 'samba'
+
+
+def samba_source_packages():
+    """{package: version} of the installed packages built from samba."""
+    out = run(['dpkg-query', '-W', '-f=${Package}\t${Version}\t'
+               '${source:Package}\t${db:Status-Abbrev}\n']).stdout
+    pkgs = {}
+    for line in out.splitlines():
+        parts = line.split('\t')
+        if len(parts) == 4 and parts[2] == SAMBA and \
+                parts[3].startswith('ii'):
+            pkgs[parts[0]] = parts[1]
+    return pkgs
+
+
+def next_revision(version):
+    """2:4.17.12+dfsg-0+deb12u4 -> 2:4.17.12+dfsg-0+deb12u5: the
+    revision's last number one higher, as Debian numbers an update."""
+    m = re.match(r'^(.*-.*?)(\d+)$', version)
+    assert m, 'no Debian revision ending in a number: %s' % version
+    return m.group(1) + str(int(m.group(2)) + 1)
+
+
+def upstream(version):
+    """2:4.17.12+dfsg-0+deb12u4 -> 4.17.12"""
+    m = re.match(r'^(?:\d+:)?(\d+\.\d+\.\d+)', version)
+    assert m, version
+    return m.group(1)
+
+
+def version_ok(version, depends):
+    """Whether samba at version satisfies every samba (OP V) of depends."""
+    rels = re.findall(r'\bsamba \(([<>=]+) ([^)]+)\)', depends)
+    assert rels, 'no versioned dependency on samba: %s' % depends
+    op = {'>=': 'ge', '<<': 'lt', '=': 'eq', '<=': 'le', '>>': 'gt'}
+    return all(run(['dpkg', '--compare-versions', version, op[o],
+                    v]).returncode == 0 for o, v in rels)
+
+
+def stanzas(pkgs, rewrite):
+    """Control stanzas of the installed pkgs as a repository's Packages
+    file would list them, every version string passed through rewrite."""
+    out = []
+    for name in sorted(pkgs):
+        text = run(['dpkg-query', '-s', name]).stdout
+        keep = []
+        skip = False
+        for line in text.splitlines():
+            if line.startswith((' ', '\t')):
+                if not skip:
+                    keep.append(line)
+                continue
+            field = line.split(':', 1)[0]
+            skip = field in ('Status', 'Conffiles', 'Config-Version')
+            if not skip:
+                keep.append(line)
+        stanza = rewrite('\n'.join(keep))
+        stanza += '\nFilename: pool/%s.deb\nSize: 1\n' % name
+        out.append(stanza)
+    return '\n'.join(out)
+
+
+class PrivateApt:
+    """apt with its own sources, lists, cache and dpkg status file."""
+
+    def __init__(self, d, status):
+        self.d = d
+        for sub in ('lists/partial', 'cache/archives/partial', 'parts',
+                    'prefs', 'repo'):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        with open(os.path.join(d, 'sources.list'), 'w') as f:
+            f.write('deb [trusted=yes] file:%s ./\n' %
+                    os.path.join(d, 'repo'))
+        self.opts = [
+            '-o', 'Dir::State::status=%s' % status,
+            '-o', 'Dir::State::Lists=%s' % os.path.join(d, 'lists'),
+            '-o', 'Dir::Cache=%s' % os.path.join(d, 'cache'),
+            '-o', 'Dir::Etc::SourceList=%s' % os.path.join(
+                d, 'sources.list'),
+            '-o', 'Dir::Etc::SourceParts=%s' % os.path.join(d, 'parts'),
+            '-o', 'Dir::Etc::PreferencesParts=%s' % os.path.join(
+                d, 'prefs'),
+            '-o', 'Dir::Etc::Preferences=%s' % os.path.join(d, 'prefs',
+                                                            'none'),
+            '-o', 'APT::Sandbox::User=root',
+            '-o', 'Debug::NoLocking=1',
+            '-o', 'APT::Get::Show-Versions=1',
+        ]
+
+    def publish(self, packages):
+        with open(os.path.join(self.d, 'repo', 'Packages'), 'w') as f:
+            f.write(packages)
+        p = run(['apt-get'] + self.opts + ['-q', 'update'], timeout=120)
+        assert p.returncode == 0, 'apt-get update (local) failed:\n' + \
+            p.stdout
+
+    def simulate(self, what):
+        p = run(['apt-get'] + self.opts + ['-s', '-q', what], timeout=120)
+        assert p.returncode == 0, 'apt-get -s %s failed:\n%s' % (what,
+                                                                 p.stdout)
+        return p.stdout
+
+
+def kept_back(out):
+    """Packages apt lists as kept back (one a line with Show-Versions)."""
+    m = re.search(r'kept back:\n((?:  .*\n)+)', out)
+    return [line.split()[0] for line in m.group(1).splitlines()] if m \
+        else []
+
+
+@pytest.mark.skipif(os.environ.get('GF2_SKIP_PACKAGE_TEST') == '1',
+                    reason='GF2_SKIP_PACKAGE_TEST=1')
+def test_samba_updates_with_the_package(stack, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip('apt-get update as root (its sandbox user)')
+    deb, how = get_deb()
+    print('package: %s (%s)' % (deb, how))
+    depends = run(['dpkg-deb', '-f', deb, 'Depends']).stdout.strip()
+    pkgs = samba_source_packages()
+    assert SAMBA in pkgs, 'samba is not installed'
+    installed = pkgs[SAMBA]
+    newer = next_revision(installed)
+    up = upstream(installed)
+    major, minor, rel = up.split('.')
+    next_up = '%s.%s.%d' % (major, minor, int(rel) + 1)
+    earlier = re.sub(r'(\d+)$', lambda m: str(int(m.group(1)) - 1),
+                     installed) if re.search(r'[1-9]\d*$', installed) \
+        else None
+
+    # 1. the bounds
+    print('Depends: %s' % depends)
+    assert version_ok(installed, depends), \
+        'the installed samba %s does not satisfy %s' % (installed, depends)
+    assert version_ok(newer, depends), \
+        'a later revision %s of the same release does not satisfy %s' % (
+            newer, depends)
+    nxt = installed.replace(up, next_up, 1)
+    assert not version_ok(nxt, depends), \
+        'the next upstream release %s satisfies %s' % (nxt, depends)
+    series = installed.replace(up, '%s.%d.0' % (major, int(minor) + 1), 1)
+    assert not version_ok(series, depends), \
+        'the next release series %s satisfies %s' % (series, depends)
+    if earlier:
+        assert not version_ok(earlier, depends), \
+            'an earlier revision %s satisfies %s' % (earlier, depends)
+
+    # the package as installed, in a dpkg status file of the test's own
+    control = run(['dpkg-deb', '-f', deb]).stdout.rstrip('\n')
+    status = str(tmp_path / 'status')
+    with open('/var/lib/dpkg/status') as f:
+        machine = f.read()
+    if '\nPackage: %s\n' % PKG in '\n' + machine:
+        pytest.skip('%s is installed on this machine' % PKG)
+    with open(status, 'w') as f:
+        f.write(machine.rstrip('\n') + '\n\n')
+        f.write(control.replace('\nVersion:', '\nStatus: install ok '
+                                'installed\nVersion:', 1) + '\n')
+
+    # 2. a security update: the same release, the next Debian revision
+    apt = PrivateApt(str(tmp_path / 'apt-revision'), status)
+    old_rev = installed.split(':', 1)[-1].rsplit('-', 1)[1]
+    new_rev = newer.split(':', 1)[-1].rsplit('-', 1)[1]
+    apt.publish(stanzas(pkgs, lambda s: s.replace('-' + old_rev,
+                                                  '-' + new_rev)))
+    out = apt.simulate('upgrade')
+    print('apt-get -s upgrade, samba %s offered:\n%s' % (newer, out))
+    assert re.search(r'^Inst samba \[%s\] \(%s ' % (
+        re.escape(installed), re.escape(newer)), out, re.M), \
+        'samba %s is not upgraded to %s:\n%s' % (installed, newer, out)
+    assert not kept_back(out), 'kept back: %s' % kept_back(out)
+    assert not re.search(r'^Remv ', out, re.M), 'apt removes:\n' + out
+    assert '\nInst %s' % PKG not in out
+    for name in pkgs:
+        assert re.search(r'^Inst %s ' % re.escape(name), out, re.M), \
+            '%s is not upgraded with samba:\n%s' % (name, out)
+
+    # 3. the next upstream release: samba kept back, the share kept
+    apt = PrivateApt(str(tmp_path / 'apt-upstream'), status)
+    apt.publish(stanzas(pkgs, lambda s: s.replace(up, next_up)))
+    out = apt.simulate('upgrade')
+    print('apt-get -s upgrade, samba %s offered:\n%s' % (nxt, out))
+    assert SAMBA in kept_back(out), \
+        'samba %s is not kept back:\n%s' % (nxt, out)
+    assert not re.search(r'^(Inst|Remv) (samba|%s) ' % PKG, out, re.M), out
+    out = apt.simulate('dist-upgrade')
+    print('apt-get -s dist-upgrade, samba %s offered:\n%s' % (nxt, out))
+    assert re.search(r'^Remv %s ' % re.escape(PKG), out, re.M), \
+        'dist-upgrade to %s keeps the module built for %s:\n%s' % (
+            nxt, installed, out)
