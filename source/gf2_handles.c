@@ -856,8 +856,9 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 	GF2_START_PROFILE(handle, syscall_close);
 	if (h->wcache.wc != NULL) {
 		/* what was acknowledged reaches the bricks first */
-		wc_err = gf2_wc_drain_sync(h->wcache.wc);
-		TALLOC_FREE(h->wcache.wc);
+		wc_err = gf2_wc_close(h->wcache.wc, h->wcache.bracket);
+		h->wcache.wc = NULL;
+		h->wcache.bracket = NULL;
 	}
 	/* the lease goes back before its glfs_fd */
 	gf2_lease_free(h->lease);
