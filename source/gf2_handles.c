@@ -507,7 +507,11 @@ int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid)
 	return gf2_t_setattrs(t, !t->nofollow, &sb, valid);
 }
 
-/* gfapi has no lchmod: a path-only handle's mode is its target's. */
+/*
+ * gfapi has no lchmod: a path-only handle's mode is its target's.  A
+ * handle of a symlink checks, as every change by path does, that the
+ * name still is the symlink it opened (not following) before the change.
+ */
 int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 {
 	struct stat sb = { .st_mode = mode };
@@ -516,7 +520,7 @@ int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 		return glfs_fchmod(t->fd, mode);
 	}
 	if (t->is_link) {
-		return glfs_chmod(t->fs, t->path, mode);
+		return gf2_t_setattrs(t, false, &sb, GFAPI_SET_ATTR_MODE);
 	}
 	return gf2_t_setattrs(t, !t->nofollow, &sb, GFAPI_SET_ATTR_MODE);
 }
