@@ -531,6 +531,32 @@ def test_flush_drains(stack, slow_bricks):
     assert ok, what
 
 
+def test_flush_waits_for_another_handles_queued_write(stack, slow_bricks):
+    """Two handles of one file under one lease key: the first writes a
+    range and rewrites it; the rewrite is acknowledged and still queued
+    (behind the first write, which the slowed bricks hold) when the second
+    handle, which wrote nothing, sends a FLUSH.  The FLUSH answers for the
+    file: once it is answered, the brick holds the rewrite."""
+    name = 'wc-flush-other.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    old = smb2q.Pattern('flush-other-old')
+    new = smb2q.Pattern('flush-other-new')
+    assert conn.write(h1, 0, old.get(0, 64 * KiB)) == 0
+    assert conn.write(h1, 0, new.get(0, 64 * KiB)) == 0
+    status = conn.flush(h2)
+    ok, what = brick_prefix_ok(stack, name, new, 64 * KiB)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert status == 0, smb2q.status_str(status)
+    assert ok, ('FLUSH of the second handle answered before the first '
+                'handle\'s acknowledged rewrite was on the brick: %s' % what)
+
 def test_write_through_drains(stack, slow_bricks):
     """A WRITE_THROUGH write completes only once it and every write
     acknowledged before it are on the brick."""
