@@ -256,7 +256,12 @@ def test_file_swapped_after_listing_is_not_opened(srv, layout):
     open must not reach the file outside, and that file must keep its
     content.  gfapi's glfs_open follows a symlink whatever O_NOFOLLOW
     says; the module looks the name up without following and keeps a
-    descriptor only on the object that lookup found (gf2_open_nofollow)."""
+    descriptor only on the object that lookup found (gf2_open_nofollow),
+    so the open fails without opening anything outside.  (smbd 4.17
+    truncates only after it compared the object opened with the one it
+    looked up, so the file's content alone would not tell.)  A local
+    share reopens the handle it looked up through /proc/self/fd and
+    writes the file the swap removed."""
     tag, roots = layout
     got = {}
     for share, root in roots.items():
@@ -293,6 +298,11 @@ def test_file_swapped_after_listing_is_not_opened(srv, layout):
     assert got['swaplocal'][1] == b'outside\n', got
     assert got['swap'][1] == b'outside\n', \
         'the open followed the symlink out of the share: %r' % got
+    # the module refuses the symlink itself; an open that followed it
+    # is refused only by smbd's comparison afterwards (ACCESS_DENIED),
+    # once the file outside has been opened for writing
+    assert got['swap'][0] == 'STATUS_OBJECT_NAME_NOT_FOUND', \
+        'the module opened the file outside the share: %r' % got
 
 
 FILE_RENAME_INFORMATION = 10
