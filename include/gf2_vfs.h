@@ -74,6 +74,9 @@ char *gf2_at_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 		  const struct smb_filename *smb_fname);
 char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 		   const struct files_struct *fsp);
+/* dirfsp's path still names the directory smbd opened (else ENOENT). */
+int gf2_parent_check(struct vfs_handle_struct *handle,
+		     const struct files_struct *dirfsp);
 /* A path walk: the caller must be allowed to search its directories. */
 int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 	       struct stat *st);

@@ -72,6 +72,18 @@ int gf2_wc_fsync_recv(struct tevent_req *req,
  * latched error (reported once, and logged when it was latched).
  */
 int gf2_wc_drain_sync(struct gf2_wc *wc);
+
+/*
+ * The handle closes: drains as gf2_wc_drain_sync and frees wc.  If the
+ * wait gave up (ETIMEDOUT) with acknowledged bytes still queued or out,
+ * nothing of them is dropped: wc outlives the handle (taking end_owner,
+ * the talloc parent of its end_arg, or NULL, with it), keeps its
+ * registry entry, a user of its gf2_fh and a hold on the volume, sends
+ * what is left as Gluster answers, and frees itself once all of it
+ * landed.  Returns 0, the latched error, or ETIMEDOUT (wc then detached);
+ * the caller must not touch wc afterwards.
+ */
+int gf2_wc_close(struct gf2_wc *wc, void *end_owner);
 /*
  * Drain every handle of this process on the file (volume, inode): 0, or
  * ETIMEDOUT when Gluster left a queued write unanswered for the share's

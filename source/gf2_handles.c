@@ -142,6 +142,52 @@ char *gf2_fsp_path(TALLOC_CTX *mem_ctx, struct gf2_conn *c,
 }
 
 /*
+ * A create, delete or rename names an entry of a directory smbd opened
+ * (dirfsp).  A local file system makes it in that directory (the *at
+ * calls on its descriptor); gfapi 10 has no such calls, so the path is
+ * rebuilt from the directory's name, and gfapi follows a symlink on it:
+ * another client that replaced the directory (or one above it) with a
+ * symlink since smbd opened it would have the change land elsewhere,
+ * outside the share.  So right before the call the path must still name
+ * the directory the handle opened: a fresh lstat (not following the
+ * last component, never a cache) and its inode number against the one
+ * kept at open.  Otherwise ENOENT, which is what a local file system
+ * answers for an entry of a directory that was removed under its
+ * descriptor.  0: the same directory, or no handle of smbd's to compare
+ * with (the share's root, which smbd names by path).
+ */
+int gf2_parent_check(struct vfs_handle_struct *handle,
+		     const struct files_struct *dirfsp)
+{
+	struct gf2_conn *c = gf2_conn_of(handle);
+	struct gf2_handle *h = NULL;
+	char *path = NULL;
+	struct stat st;
+	int ret;
+
+	if (dirfsp == NULL || fsp_get_pathref_fd(dirfsp) == AT_FDCWD) {
+		return 0;
+	}
+	h = gf2_handle_of(handle, dirfsp);
+	if (h == NULL || h->ino == 0) {
+		return 0;
+	}
+	path = gf2_fsp_path(talloc_tos(), c, dirfsp);
+	if (path == NULL) {
+		return -1;
+	}
+	ret = glfs_lstat(c->fs, path, &st);
+	if (ret == 0 && (!S_ISDIR(st.st_mode) || st.st_ino != h->ino)) {
+		DBG_NOTICE("%s is no longer the directory smbd opened\n",
+			   path);
+		errno = ENOENT;
+		ret = -1;
+	}
+	TALLOC_FREE(path);
+	return ret;
+}
+
+/*
  * May the caller search every directory on the way to path?  The bricks
  * check it for each lookup they receive, but gfapi resolves the
  * directories inside a path from its inode table, and md-cache answers
@@ -461,7 +507,11 @@ int gf2_t_chown(const struct gf2_target *t, uid_t uid, gid_t gid)
 	return gf2_t_setattrs(t, !t->nofollow, &sb, valid);
 }
 
-/* gfapi has no lchmod: a path-only handle's mode is its target's. */
+/*
+ * gfapi has no lchmod: a path-only handle's mode is its target's.  A
+ * handle of a symlink checks, as every change by path does, that the
+ * name still is the symlink it opened (not following) before the change.
+ */
 int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 {
 	struct stat sb = { .st_mode = mode };
@@ -470,7 +520,7 @@ int gf2_t_chmod(const struct gf2_target *t, mode_t mode)
 		return glfs_fchmod(t->fd, mode);
 	}
 	if (t->is_link) {
-		return glfs_chmod(t->fs, t->path, mode);
+		return gf2_t_setattrs(t, false, &sb, GFAPI_SET_ATTR_MODE);
 	}
 	return gf2_t_setattrs(t, !t->nofollow, &sb, GFAPI_SET_ATTR_MODE);
 }
@@ -789,6 +839,9 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	if (flags & (O_CREAT | O_TRUNC)) {
 		gf2_change_path(c, GF2_CHANGE_NAME, path);
 	}
+	if ((flags & O_CREAT) && gf2_parent_check(handle, dirfsp) != 0) {
+		goto fail;
+	}
 	if (flags & O_CREAT) {
 		uint64_t at = gf2_now_ns();
 
@@ -856,8 +909,9 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 	GF2_START_PROFILE(handle, syscall_close);
 	if (h->wcache.wc != NULL) {
 		/* what was acknowledged reaches the bricks first */
-		wc_err = gf2_wc_drain_sync(h->wcache.wc);
-		TALLOC_FREE(h->wcache.wc);
+		wc_err = gf2_wc_close(h->wcache.wc, h->wcache.bracket);
+		h->wcache.wc = NULL;
+		h->wcache.bracket = NULL;
 	}
 	/* the lease goes back before its glfs_fd */
 	gf2_lease_free(h->lease);

@@ -81,6 +81,10 @@ int gf2_mkdirat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	if (gf2_parent_check(handle, dirfsp) != 0) {
+		TALLOC_FREE(path);
+		return -1;
+	}
 	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	at = gf2_now_ns();
 	GF2_START_PROFILE(handle, syscall_mkdirat);
@@ -118,7 +122,10 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 	dst = gf2_at_path(talloc_tos(), c, dstdir_fsp, smb_fname_dst);
 	gf2_change_path(c, GF2_CHANGE_TREE, src);
 	gf2_change_path(c, GF2_CHANGE_TREE, dst);
-	if (src != NULL && dst != NULL) {
+	if (src != NULL && dst != NULL &&
+	    gf2_parent_check(handle, srcdir_fsp) == 0 &&
+	    (dstdir_fsp == srcdir_fsp ||
+	     gf2_parent_check(handle, dstdir_fsp) == 0)) {
 		GF2_START_PROFILE(handle, syscall_renameat);
 		ret = glfs_rename(c->fs, src, dst);
 		GF2_END_PROFILE(syscall_renameat);
@@ -236,6 +243,10 @@ int gf2_unlinkat(struct vfs_handle_struct *handle,
 
 	gf2_change_path(c, GF2_CHANGE_TREE, path);
 	if (path == NULL) {
+		return -1;
+	}
+	if (gf2_parent_check(handle, dirfsp) != 0) {
+		TALLOC_FREE(path);
 		return -1;
 	}
 	GF2_START_PROFILE(handle, syscall_unlinkat);
@@ -384,6 +395,10 @@ int gf2_symlinkat(struct vfs_handle_struct *handle,
 	if (path == NULL) {
 		return -1;
 	}
+	if (gf2_parent_check(handle, dirfsp) != 0) {
+		TALLOC_FREE(path);
+		return -1;
+	}
 	gf2_change_path(c, GF2_CHANGE_NAME, path);
 	GF2_START_PROFILE(handle, syscall_symlinkat);
 	ret = glfs_symlink(c->fs, link_contents->base_name, path);
@@ -445,6 +460,10 @@ int gf2_mknodat(struct vfs_handle_struct *handle,
 	int ret;
 
 	if (path == NULL) {
+		return -1;
+	}
+	if (gf2_parent_check(handle, dirfsp) != 0) {
+		TALLOC_FREE(path);
 		return -1;
 	}
 	gf2_change_path(c, GF2_CHANGE_NAME, path);

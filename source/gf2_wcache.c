@@ -53,6 +53,7 @@
 #include "lib/util/dlinklist.h"
 #include <tdb.h>
 #include "gf2_prefetch.h"
+#include "gf2_hold.h"
 #include "gf2_wcache.h"
 
 #undef DBGC_CLASS
@@ -88,6 +89,13 @@ struct gf2_wc {
 	void *end_arg;
 	struct gf2_wc_waiter *waiters;
 	struct tevent_immediate *im;
+	/*
+	 * Its handle closed with bytes still queued (gf2_wc_close): the
+	 * cache owns itself, a user of fh and a call's hold on fh's volume,
+	 * and frees itself from end_im once everything landed.
+	 */
+	bool detached;
+	struct tevent_immediate *end_im;
 };
 
 static struct gf2_wc *gf2_wcs;
@@ -444,9 +452,13 @@ static bool gf2_wc_drain_asked(const struct gf2_wc *wc)
 	return r.h.drain_until_ms > gf2_now_ms();
 }
 
+static void gf2_wc_end_im(struct tevent_context *ev,
+			  struct tevent_immediate *im, void *private_data);
+
 /*
  * Keep the busy count in step with the queue; the entry goes once
- * nothing is queued or in flight.
+ * nothing is queued or in flight, and a cache whose handle closed goes
+ * with it (not inline: this runs inside drains and sends).
  */
 static void gf2_wc_track(struct gf2_wc *wc)
 {
@@ -462,6 +474,10 @@ static void gf2_wc_track(struct gf2_wc *wc)
 	}
 	if (!busy) {
 		gf2_wc_unregister(wc);
+		if (wc->detached) {
+			tevent_schedule_immediate(wc->end_im, wc->ev,
+						  gf2_wc_end_im, wc);
+		}
 	}
 }
 
@@ -1373,7 +1389,56 @@ static int gf2_wc_destructor(struct gf2_wc *wc)
 	}
 	gf2_wc_unregister(wc);
 	DLIST_REMOVE(gf2_wcs, wc);
+	if (wc->detached) {
+		struct gf2_volume *vol = wc->fh->vol;
+
+		(void)gf2_fh_close(wc->fh);
+		gf2_volume_io_end(vol);
+	}
 	return 0;
+}
+
+static void gf2_wc_end_im(struct tevent_context *ev,
+			  struct tevent_immediate *im, void *private_data)
+{
+	struct gf2_wc *wc = talloc_get_type_abort(private_data, struct gf2_wc);
+
+	if (!gf2_wq_idle(&wc->q)) {
+		/* sent again meanwhile: its landing schedules this again */
+		return;
+	}
+	DBG_NOTICE("%s: the writes queued when the handle closed are on the "
+		   "bricks\n", wc->key);
+	TALLOC_FREE(wc);
+}
+
+int gf2_wc_close(struct gf2_wc *wc, void *end_owner)
+{
+	int err = gf2_wc_drain_sync(wc);
+
+	if (gf2_wq_idle(&wc->q)) {
+		TALLOC_FREE(wc);
+		return err;
+	}
+	/*
+	 * The wait gave up with acknowledged bytes still queued or out:
+	 * they are not thrown away.  The cache outlives its handle, keeps
+	 * its registry entry (other processes' opens wait for it), the
+	 * glfs_fd and the volume, and sends what is left as its calls land.
+	 * Its memory stays counted in the process's budget until then.
+	 */
+	talloc_steal(NULL, wc);
+	if (end_owner != NULL) {
+		talloc_steal(wc, end_owner);
+	}
+	gf2_hold_get(&wc->fh->hold);
+	gf2_volume_io_begin(wc->fh->vol);
+	wc->detached = true;
+	DBG_ERR("%s: closed with %" PRIu64 " acknowledged bytes not yet on "
+		"the bricks; they are sent once Gluster answers (the close "
+		"fails with %s)\n", wc->key, gf2_wq_queued(&wc->q),
+		strerror(err != 0 ? err : ETIMEDOUT));
+	return err != 0 ? err : ETIMEDOUT;
 }
 
 struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
@@ -1389,7 +1454,9 @@ struct gf2_wc *gf2_wc_new(TALLOC_CTX *mem_ctx, struct tevent_context *ev,
 	}
 	wc->key = gf2_wc_key(wc, volname, ino);
 	wc->im = tevent_create_immediate(wc);
-	if (wc->key == NULL || wc->im == NULL || gf2_wc_db() == NULL) {
+	wc->end_im = tevent_create_immediate(wc);
+	if (wc->key == NULL || wc->im == NULL || wc->end_im == NULL ||
+	    gf2_wc_db() == NULL) {
 		TALLOC_FREE(wc);
 		return NULL;
 	}

@@ -199,6 +199,8 @@ struct tevent_req *gf2_write_send(TALLOC_CTX *mem_ctx,
 	subreq = gf2_pwrite_send(state, ev, f->fh, data, n, offset,
 				 gf2_cache_write_end, w);
 	if (subreq == NULL) {
+		/* never sent: the change ends here (prefetch goes on) */
+		gf2_cache_write_end(w);
 		TALLOC_FREE(req);
 		return NULL;
 	}

@@ -74,8 +74,10 @@ The tests (each prints its timings; run pytest with -s to see them):
      descriptor count is where it started (+ FD_SLACK).
   5. test_open_storm_stock_module_measurement: the same workload through
      [faultstock] (5 connections by default, GF2_FAULT_STOCK_CONNECTIONS
-     for more): brick descriptors before and after are printed, not
-     asserted (the stock module leaks about six per directory open).
+     for more): brick descriptors before and after are printed, and at
+     least one brick must have grown beyond FD_SLACK (or be gone): the
+     stock module leaks about six per directory open, and a workload that
+     does not show it could not catch a leak of glusterfs2 in test 4.
 
 Measured on the 2-core development machine under load from other work
 (load average 11-13): the whole file about 6 minutes; test 1 about 2
@@ -978,12 +980,15 @@ def test_open_storm_leaves_brick_fds_flat(fault):
 
 
 def test_open_storm_stock_module_measurement(fault):
-    """The same workload through Samba's stock vfs_glusterfs, measured and
-    printed, not asserted: it leaks brick descriptors (about six per
-    directory open here), so the full 50 x 200 would take each brick
-    past its 20,000-descriptor limit.  CI runs STOCK_CONNECTIONS (5) x
-    200; GF2_FAULT_STOCK_CONNECTIONS=50 runs the same workload as
-    glusterfs2's (the volume is deleted afterwards)."""
+    """The same workload through Samba's stock vfs_glusterfs, measured,
+    printed, and checked for what makes it the reference of
+    test_open_storm_leaves_brick_fds_flat: the stock module leaks brick
+    descriptors (about six per directory open here), and the workload
+    must show it, or the check of glusterfs2 could not fail either.  The
+    full 50 x 200 would take each brick past its 20,000-descriptor limit:
+    CI runs STOCK_CONNECTIONS (5) x 200; GF2_FAULT_STOCK_CONNECTIONS=50
+    runs the same workload as glusterfs2's (the volume is deleted
+    afterwards)."""
     f = fault
     t_start = time.time()
     conns = STOCK_CONNECTIONS
@@ -1000,3 +1005,10 @@ def test_open_storm_stock_module_measurement(fault):
               if errors else ''))
     print('test_open_storm_stock_module_measurement: %.1f s' %
           (time.time() - t_start))
+    # a brick gone (out of descriptors) shows the leak as well
+    assert any(after[b] is None or after[b] > before[b] + FD_SLACK
+               for b in f.bricks), (
+        'the storm left the bricks\' descriptors flat (before %s, after %s) '
+        'through the stock module, which leaks them: the workload no '
+        'longer exercises what test_open_storm_leaves_brick_fds_flat '
+        'checks' % (before, after))

@@ -38,6 +38,8 @@ without following for such handles.
 import os
 import shutil
 import struct
+import subprocess
+import tempfile
 import time
 import uuid
 
@@ -82,15 +84,72 @@ def layout(stack):
         shutil.rmtree(os.path.join(root, tag + '-out'), ignore_errors=True)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class SwapSmbd(PrivateSmbd):
+    """The private smbd with swap_at_call.so preloaded: another client's
+    swap made at an exact moment of smbd's work (see that file)."""
+
+    shim = None
+    arm = None
+
+    def smbd_env(self):
+        env = super().smbd_env() or dict(os.environ)
+        pre = env.get('LD_PRELOAD', '')
+        env['LD_PRELOAD'] = (pre + ' ' + self.shim).strip()
+        env['GF2_SWAP_ARM'] = self.arm
+        return env
+
+
 @pytest.fixture(scope='module')
 def srv(stack, layout):
+    if shutil.which('cc') is None:
+        pytest.skip('no C compiler here to build swap_at_call.c')
     tag, roots = layout
-    s = PrivateSmbd('symlinkswap', stack)
+    work = tempfile.mkdtemp(prefix='gf2-swap-')
+    # the shim runs as the request's user
+    os.chmod(work, 0o777)
+    shim = os.path.join(work, 'swap_at_call.so')
+    subprocess.run(['cc', '-shared', '-fPIC', '-Wall', '-Werror', '-o', shim,
+                    os.path.join(HERE, 'swap_at_call.c'), '-ldl'],
+                   check=True)
+    s = SwapSmbd('symlinkswap', stack)
+    s.shim = shim
+    s.arm = os.path.join(work, 'arm')
     s.write_conf([], [
         ('swap', s.gf2_share([('posix locking', 'no')], path='/' + tag)),
         ('swaplocal', [('path', os.path.join(roots['swaplocal'], tag)),
                        ('read only', 'no')])])
-    yield from s.serving()
+    try:
+        for env in s.serving():
+            env = dict(env)
+            env['SWAP_ARM'] = s.arm
+            yield env
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def arm(srv, trigger, lines):
+    """The next wrapped call of smbd's that names `trigger` (see
+    swap_at_call.c) runs `lines` first."""
+    for p in (srv['SWAP_ARM'], srv['SWAP_ARM'] + '.err'):
+        if os.path.exists(p):
+            os.unlink(p)
+    with open(srv['SWAP_ARM'] + '.tmp', 'w') as f:
+        f.write('\n'.join([trigger] + lines) + '\n')
+    os.chmod(srv['SWAP_ARM'] + '.tmp', 0o666)
+    os.rename(srv['SWAP_ARM'] + '.tmp', srv['SWAP_ARM'])
+
+
+def fired(srv):
+    """The armed swap ran, and every step of it succeeded."""
+    assert not os.path.exists(srv['SWAP_ARM']), \
+        'smbd never made the call the swap waited for'
+    err = srv['SWAP_ARM'] + '.err'
+    if os.path.exists(err):
+        with open(err) as f:
+            raise AssertionError('the swap failed: %s' % f.read())
 
 
 def outcome(srv, share, root, tag, how='rename'):
@@ -191,18 +250,18 @@ def test_swap_after_delete_does_not_redirect_changes(srv, layout):
 def test_file_swapped_after_listing_is_not_opened(srv, layout):
     """A file that a listing showed (its stat kept by smbd's lookups and
     the module's metadata cache), deleted by another client and replaced
-    by a symlink to a file outside the share just before the SMB client
-    opens it for writing (overwrite: O_TRUNC): smbd opens with O_NOFOLLOW,
-    so the open must not reach the file outside, and that file must keep
-    its content.
-
-    This passes with and without the module's own nofollow open (checked
-    with glfs_open following the symlink put back): smbd looks the name
-    up again right before the open and stops on the symlink itself.  What
-    the module adds is for the window between that lookup and the open,
-    which no client here can hit on purpose: it opens exactly the object
-    a lookup without following found (glfs_h_lookupat, glfs_h_open),
-    since gfapi's glfs_open follows a symlink whatever O_NOFOLLOW says."""
+    by a symlink to a file outside the share after smbd looked the name up
+    and before its open for writing (overwrite: O_TRUNC; the swap made by
+    swap_at_call.so at that open): smbd opens with O_NOFOLLOW, so the
+    open must not reach the file outside, and that file must keep its
+    content.  gfapi's glfs_open follows a symlink whatever O_NOFOLLOW
+    says; the module looks the name up without following and keeps a
+    descriptor only on the object that lookup found (gf2_open_nofollow),
+    so the open fails without opening anything outside.  (smbd 4.17
+    truncates only after it compared the object opened with the one it
+    looked up, so the file's content alone would not tell.)  A local
+    share reopens the handle it looked up through /proc/self/fd and
+    writes the file the swap removed."""
     tag, roots = layout
     got = {}
     for share, root in roots.items():
@@ -221,11 +280,13 @@ def test_file_swapped_after_listing_is_not_opened(srv, layout):
         cl.conn.c.queryDirectory(cl.conn.tid, dfid, '*',
                                  informationClass=37)
         cl.close(dfid)
-        os.unlink(f)
-        os.symlink('../%s-out/t' % tag, f)
-        # overwrite: O_TRUNC, which damages what it opens before smbd
-        # can compare the opened file with the one it looked up
+        # smbd's open for writing (O_RDWR; it truncates later, once it
+        # compared the object opened with the one it looked up)
+        arm(srv, '* %d' % os.O_RDWR,
+            ['unlink ' + f, 'symlink ../%s-out/t %s' % (tag, f),
+             'sleep %d' % (SETTLE_S * 1000 if share == 'swap' else 0)])
         st, fid = cl.create('f', disposition=s3.FILE_OVERWRITE)
+        fired(srv)
         wrote = None
         if st == 0:
             wrote = cl.write(fid, 0, b'SMB wrote this\n')[0]
@@ -237,3 +298,115 @@ def test_file_swapped_after_listing_is_not_opened(srv, layout):
     assert got['swaplocal'][1] == b'outside\n', got
     assert got['swap'][1] == b'outside\n', \
         'the open followed the symlink out of the share: %r' % got
+    # the module refuses the symlink itself; an open that followed it
+    # is refused only by smbd's comparison afterwards (ACCESS_DENIED),
+    # once the file outside has been opened for writing
+    assert got['swap'][0] == 'STATUS_OBJECT_NAME_NOT_FOUND', \
+        'the module opened the file outside the share: %r' % got
+
+
+FILE_RENAME_INFORMATION = 10
+FILE_DISPOSITION_INFORMATION = 13
+
+
+def set_info(cl, fid, cls, blob):
+    cl.conn.quiet()
+    try:
+        cl.conn.c.setInfo(cl.conn.tid, fid, inputBlob=blob, infoType=1,
+                          fileInfoClass=cls)
+    except smb2q.smb3.SessionError as e:
+        return e.get_error_code()
+    return 0
+
+
+def parent_swapped(srv, share, root, tag, what):
+    """One change of an entry of d/ while another client removes d and
+    puts a symlink to the directory outside the share in its place, after
+    smbd opened d and before its call (swap_at_call.so).  (status, what
+    the outside directory holds afterwards)."""
+    d = os.path.join(root, tag, 'd')
+    out = os.path.join(root, tag + '-out')
+    if os.path.islink(d):
+        os.unlink(d)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    os.chmod(out, 0o777)
+    for n in ('victim', 'renamed', 'newdir'):
+        p = os.path.join(out, n)
+        if os.path.isdir(p):
+            os.rmdir(p)
+        elif os.path.exists(p):
+            os.unlink(p)
+    if what in ('delete', 'rename'):
+        for p, data in ((os.path.join(d, 'victim'), b'inside\n'),
+                        (os.path.join(out, 'victim'), b'outside\n')):
+            with open(p, 'wb') as fh:
+                fh.write(data)
+            os.chmod(p, 0o666)
+            shutil.chown(p, srv['SMB_USER'])
+    swap = ['rmdir ' + d, 'symlink ../%s-out %s' % (tag, d),
+            # past the caches of the clients' lookups (md-cache)
+            'sleep %d' % (SETTLE_S * 1000 if share == 'swap' else 0)]
+    if what in ('delete', 'rename'):
+        swap.insert(0, 'unlink ' + os.path.join(d, 'victim'))
+    trigger = 'newdir' if what == 'mkdir' else 'victim'
+    cl = Client(srv, share)
+    if what == 'create':
+        arm(srv, trigger, swap)
+        st, fid = cl.create('d/victim', disposition=s3.FILE_CREATE)
+        if st == 0:
+            cl.close(fid)
+    elif what == 'mkdir':
+        arm(srv, trigger, swap)
+        st, fid = cl.create('d/newdir', directory=True,
+                            disposition=s3.FILE_CREATE)
+        if st == 0:
+            cl.close(fid)
+    else:
+        st, fid = cl.create('d/victim', disposition=s3.FILE_OPEN)
+        assert st == 0, smb2q.status_name(st)
+        if what == 'delete':
+            assert set_info(cl, fid, FILE_DISPOSITION_INFORMATION,
+                            b'\x01') == 0
+            arm(srv, trigger, swap)
+            st = cl.close(fid)
+        else:
+            name = 'd\\renamed'.encode('utf-16-le')
+            arm(srv, trigger, swap)
+            st = set_info(cl, fid, FILE_RENAME_INFORMATION,
+                          struct.pack('<B7xQI', 0, 0, len(name)) + name)
+            cl.close(fid)
+    fired(srv)
+    cl.drop()
+    left = {}
+    for n in sorted(set(os.listdir(out)) & {'victim', 'renamed', 'newdir'}):
+        p = os.path.join(out, n)
+        if os.path.isfile(p):
+            with open(p, 'rb') as fh:
+                left[n] = fh.read()
+        else:
+            left[n] = 'dir' if os.path.isdir(p) else 'other'
+    return smb2q.status_name(st), left
+
+
+@pytest.mark.parametrize('what', ['create', 'mkdir', 'delete', 'rename'])
+def test_parent_swapped_before_the_change(srv, layout, what):
+    """Create, delete and rename name an entry of a directory smbd
+    opened.  Another client removes that directory and puts a symlink to
+    a directory outside the share in its place, between smbd's open of it
+    and the call: the change must not land outside.  A local share works
+    through the directory's descriptor and fails with
+    OBJECT_NAME_NOT_FOUND (the directory is gone); glusterfs2, whose
+    gfapi has no *at calls, checks right before the call that the path
+    still names the directory smbd opened and fails alike."""
+    tag, roots = layout
+    got = {share: parent_swapped(srv, share, root, tag, what)
+           for share, root in roots.items()}
+    before = {'victim': b'outside\n'} if what in ('delete', 'rename') \
+        else {}
+    assert got['swaplocal'] == ('STATUS_OBJECT_NAME_NOT_FOUND', before), got
+    assert got['swap'][1] == before, (
+        'the %s through the swapped directory changed the directory '
+        'outside the share: %r' % (what, got))
+    assert got['swap'] == got['swaplocal'], got

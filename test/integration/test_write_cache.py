@@ -267,6 +267,62 @@ def test_wait_for_a_hung_brick_is_bounded(stack, short_wait):
     assert echo == 0, smb2q.status_str(echo)
 
 
+
+def test_close_after_a_timed_out_wait_keeps_the_newer_bytes(stack,
+                                                            short_wait):
+    """A range written, then written again, while the file's bricks do
+    not answer (SIGSTOP, longer than the share's write cache max wait):
+    the first write is out to Gluster, the rewrite acknowledged and
+    queued behind it.  The CLOSE gives up waiting (NT_STATUS_IO_TIMEOUT)
+    but does not drop the queued rewrite: once the bricks answer again,
+    the file holds the newer bytes, read through the FUSE mount while
+    the client's connection is still up."""
+    name = 'wc-close-timeout.bin'
+    fresh(stack, name)
+    conn = smb2q.Conn(stack['SMB_HOST'], short_wait.port,
+                      stack['SMB_USER'], stack['SMB_PASS'], 'wcwait',
+                      timeout=120)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    old = smb2q.Pattern('close-old')
+    new = smb2q.Pattern('close-new')
+    at = 64 * KiB
+    # the first write asks the bricks about POSIX locks: before they stop
+    assert conn.write(h, 0, old.get(0, at)) == 0
+    assert conn.flush(h) == 0
+    pids = list(brick_pids(stack).values())
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        first = conn.write(h, at, old.get(at, at))
+        second = conn.write(h, at, new.get(at, at))
+        status = conn.close_status(h)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    assert first == 0, smb2q.status_str(first)
+    assert second == 0, smb2q.status_str(second)
+    assert status == STATUS_IO_TIMEOUT, smb2q.status_str(status)
+    path = os.path.join(stack['FUSE_MOUNT'], name)
+    want = old.get(0, at) + new.get(at, at)
+    got = b''
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with open(path, 'rb') as f:
+            got = f.read(2 * at)
+        if got == want:
+            break
+        time.sleep(0.5)
+    conn.drop()
+    assert len(got) == 2 * at, 'FUSE reads %d of %d bytes' % (
+        len(got), 2 * at)
+    assert got[at:] != old.get(at, at), (
+        'the rewrite acknowledged before the CLOSE was thrown away: the '
+        'file holds the older bytes')
+    assert got == want, 'the file differs at byte %d' % (
+        smb2q.first_mismatch(want, got))
+
 def registry_entries(stack):
     """{key: (tdb, raw record)} of the write cache's cross-process
     registry in the stack smbd's lock directory (glusterfs2_wcache.tdb:
@@ -474,6 +530,32 @@ def test_flush_drains(stack, slow_bricks):
     assert status == 0, smb2q.status_str(status)
     assert ok, what
 
+
+def test_flush_waits_for_another_handles_queued_write(stack, slow_bricks):
+    """Two handles of one file under one lease key: the first writes a
+    range and rewrites it; the rewrite is acknowledged and still queued
+    (behind the first write, which the slowed bricks hold) when the second
+    handle, which wrote nothing, sends a FLUSH.  The FLUSH answers for the
+    file: once it is answered, the brick holds the rewrite."""
+    name = 'wc-flush-other.bin'
+    fresh(stack, name)
+    conn = connect(stack)
+    key = lease_key()
+    h1 = conn.open(name, write=True, create=True, lease_key=key)
+    h2 = conn.open(name, write=True, create=False, lease_key=key)
+    assert conn.granted == 'lease RWH'
+    old = smb2q.Pattern('flush-other-old')
+    new = smb2q.Pattern('flush-other-new')
+    assert conn.write(h1, 0, old.get(0, 64 * KiB)) == 0
+    assert conn.write(h1, 0, new.get(0, 64 * KiB)) == 0
+    status = conn.flush(h2)
+    ok, what = brick_prefix_ok(stack, name, new, 64 * KiB)
+    conn.close(h2)
+    conn.close(h1)
+    conn.drop()
+    assert status == 0, smb2q.status_str(status)
+    assert ok, ('FLUSH of the second handle answered before the first '
+                'handle\'s acknowledged rewrite was on the brick: %s' % what)
 
 def test_write_through_drains(stack, slow_bricks):
     """A WRITE_THROUGH write completes only once it and every write
