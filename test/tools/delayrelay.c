@@ -53,7 +53,7 @@
 
 #define CHUNK_MAX (64 * 1024)
 #define DEFAULT_MAX_QUEUE (4 * 1024 * 1024)
-#define MAX_LISTENERS 4096
+#define MAX_LISTENERS 16384
 /* chunks read from one socket per wake-up: sends due meanwhile go first */
 #define READS_PER_WAKE 4
 

@@ -46,6 +46,12 @@ EOF
 	if [ -n "$SMBD_PREFIX" ]; then
 		printf '%s=%s\n' SMBD_PREFIX "$(q "$SMBD_PREFIX")"
 	fi
+	if [ -n "$RTT_MODE" ]; then
+		printf '%s=%s\n' RTT_MS "$(q "$RTT_MODE")" \
+			RTT_NETNS "$(q "$RTT_NETNS")" \
+			RTT_EXEC "$(q "$RTT_EXEC")" \
+			RTT_HOST_ADDR "$(q "$RTT_HOST_ADDR")"
+	fi
 }
 
 cmd_status() {

@@ -109,12 +109,13 @@ start_smbd() {
 		(
 			set -a
 			eval "$senv"
-			exec smbd -D -s "$CONF" 9>&-
+			# shellcheck disable=SC2086
+			exec ${RTT_MODE:+$RTT_EXEC} smbd -D -s "$CONF" 9>&-
 		) || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 		return 0
 	fi
 	log "starting private smbd on $SMB_HOST:$port"
-	smbd -D -s "$CONF" 9>&- || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
+	in_head smbd -D -s "$CONF" 9>&- || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 }
 
 wait_smbd() {
