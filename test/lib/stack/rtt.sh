@@ -37,6 +37,7 @@ RTT_NS_ADDR=$RTT_NET.2
 RTT_RELAY_PID=$STACK/rtt-relay.pid
 RTT_RELAY_LOG=$STACK/rtt-relay.log
 RTT_EXEC="nsenter --net=/run/netns/$RTT_NETNS"
+RTT_EXEC_ARGV=(nsenter "--net=/run/netns/$RTT_NETNS")
 # glusterd's port and the range of its brick ports (glusterd.vol's
 # base-port and max-port, checked against the bricks it has now)
 RTT_GLUSTERD_PORT=24007
@@ -49,6 +50,7 @@ RTT_MODE=""
 use_rtt() {
 	RTT_MODE=$1
 	if [ -n "$RTT_MODE" ]; then
+		# shellcheck disable=SC2034 # read by smbd.sh, report.sh, up.sh
 		SMB_HOST=$RTT_NS_ADDR
 		LISTEN="${LISTEN:+$LISTEN }$RTT_NS_ADDR"
 	fi
@@ -58,7 +60,7 @@ use_rtt() {
 # round-trip mode, else here)
 in_head() {
 	if [ -n "$RTT_MODE" ]; then
-		$RTT_EXEC "$@"
+		"${RTT_EXEC_ARGV[@]}" "$@"
 	else
 		"$@"
 	fi
@@ -84,7 +86,7 @@ rtt_ns_up() {
 	ip -n "$RTT_NETNS" addr replace "$RTT_NS_ADDR/24" dev "$RTT_VETH_NS"
 	ip -n "$RTT_NETNS" link set "$RTT_VETH_NS" up
 	# glusterd answers over the veth
-	wait_for 10 "veth" $RTT_EXEC timeout 2 bash -c \
+	wait_for 10 "veth" "${RTT_EXEC_ARGV[@]}" timeout 2 bash -c \
 		"exec 3<>/dev/tcp/$RTT_HOST_ADDR/$RTT_GLUSTERD_PORT" ||
 		die "glusterd does not answer on $RTT_HOST_ADDR:$RTT_GLUSTERD_PORT from $RTT_NETNS"
 }
@@ -131,7 +133,7 @@ rtt_relay_start() {
 	fi
 	log "starting the delay relay in $RTT_NETNS: round trip $ms ms," \
 		"127.0.0.1:$RTT_GLUSTERD_PORT and :$RTT_BRICK_BASE-$last -> $RTT_HOST_ADDR"
-	$RTT_EXEC setsid "$relay" --rtt "$ms" --pidfile "$RTT_RELAY_PID" \
+	"${RTT_EXEC_ARGV[@]}" setsid "$relay" --rtt "$ms" --pidfile "$RTT_RELAY_PID" \
 		"127.0.0.1:$RTT_GLUSTERD_PORT=$RTT_HOST_ADDR" \
 		"127.0.0.1:$RTT_BRICK_BASE-$last=$RTT_HOST_ADDR" \
 		</dev/null >"$RTT_RELAY_LOG" 2>&1 9>&- &

@@ -109,8 +109,10 @@ start_smbd() {
 		(
 			set -a
 			eval "$senv"
-			# shellcheck disable=SC2086
-			exec ${RTT_MODE:+$RTT_EXEC} smbd -D -s "$CONF" 9>&-
+			if [ -n "$RTT_MODE" ]; then
+				exec "${RTT_EXEC_ARGV[@]}" smbd -D -s "$CONF" 9>&-
+			fi
+			exec smbd -D -s "$CONF" 9>&-
 		) || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 		return 0
 	fi
