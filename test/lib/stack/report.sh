@@ -79,6 +79,11 @@ cmd_status() {
 	fi
 	src=$(fuse_source)
 	echo "FUSE mount $FUSE: ${src:-not mounted}"
+	if [ -n "$RTT_MODE" ]; then
+		pid=$(rtt_relay_pid || true)
+		echo "round trip: $RTT_MODE ms between the head (namespace $RTT_NETNS, $RTT_NS_ADDR) and the bricks; delay relay: ${pid:-NOT RUNNING}"
+		[ -n "$pid" ] || rc=1
+	fi
 	pid=$(smbd_main_pid || true)
 	if [ -n "$pid" ]; then
 		echo "smbd: running, pid $pid, port $(state_get SMB_PORT "$DEFAULT_PORT"), processes: $(smbd_pids | tr '\n' ' ')"
