@@ -60,9 +60,13 @@ def platform_root(env):
 def gfapi_exec(env):
     """The command prefix that runs a program where the stack's gluster
     lives ([] here; on a platform its EXEC: its namespaces, its root and
-    its libraries, this checkout at the same path)."""
+    its libraries, this checkout at the same path; with `test/stack up
+    --rtt MS` RTT_EXEC: the head's network namespace, so that raw gfapi
+    (fio, mdfloor) takes the same round trip to the bricks as smbd)."""
     if platform_root(env):
         return shlex.split(env['EXEC'])
+    if env.get('RTT_EXEC'):
+        return shlex.split(env['RTT_EXEC'])
     return []
 
 

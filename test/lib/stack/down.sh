@@ -51,6 +51,10 @@ cmd_down() {
 		# shellcheck disable=SC2086
 		kill_pids gluster $pids
 	fi
+	# the network of up --rtt (relay, veth, namespace)
+	if [ -n "$(state_get RTT_MS)" ] || [ -e "/run/netns/$RTT_NETNS" ]; then
+		rtt_down
+	fi
 	if [ -d "$BRICKROOT" ]; then
 		log "removing bricks $BRICKROOT"
 		rm -rf "${BRICKROOT:?}"

@@ -239,7 +239,7 @@ ensure_fuse() {
 	if [ -z "$(fuse_source)" ]; then
 		mkdir -p "$FUSE"
 		log "mounting $want on $FUSE"
-		timeout 120 mount -t glusterfs "$want" "$FUSE" 9>&- ||
+		in_head timeout 120 mount -t glusterfs "$want" "$FUSE" 9>&- ||
 			die "mount -t glusterfs $want $FUSE failed (see /var/log/glusterfs/)"
 	fi
 	wait_for 30 "FUSE mount" timeout 10 stat "$FUSE/." ||

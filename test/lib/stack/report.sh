@@ -46,6 +46,12 @@ EOF
 	if [ -n "$SMBD_PREFIX" ]; then
 		printf '%s=%s\n' SMBD_PREFIX "$(q "$SMBD_PREFIX")"
 	fi
+	if [ -n "$RTT_MODE" ]; then
+		printf '%s=%s\n' RTT_MS "$(q "$RTT_MODE")" \
+			RTT_NETNS "$(q "$RTT_NETNS")" \
+			RTT_EXEC "$(q "$RTT_EXEC")" \
+			RTT_HOST_ADDR "$(q "$RTT_HOST_ADDR")"
+	fi
 }
 
 cmd_status() {
@@ -73,6 +79,11 @@ cmd_status() {
 	fi
 	src=$(fuse_source)
 	echo "FUSE mount $FUSE: ${src:-not mounted}"
+	if [ -n "$RTT_MODE" ]; then
+		pid=$(rtt_relay_pid || true)
+		echo "round trip: $RTT_MODE ms between the head (namespace $RTT_NETNS, $RTT_NS_ADDR) and the bricks; delay relay: ${pid:-NOT RUNNING}"
+		[ -n "$pid" ] || rc=1
+	fi
 	pid=$(smbd_main_pid || true)
 	if [ -n "$pid" ]; then
 		echo "smbd: running, pid $pid, port $(state_get SMB_PORT "$DEFAULT_PORT"), processes: $(smbd_pids | tr '\n' ' ')"

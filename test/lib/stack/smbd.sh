@@ -109,12 +109,15 @@ start_smbd() {
 		(
 			set -a
 			eval "$senv"
+			if [ -n "$RTT_MODE" ]; then
+				exec "${RTT_EXEC_ARGV[@]}" smbd -D -s "$CONF" 9>&-
+			fi
 			exec smbd -D -s "$CONF" 9>&-
 		) || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 		return 0
 	fi
 	log "starting private smbd on $SMB_HOST:$port"
-	smbd -D -s "$CONF" 9>&- || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
+	in_head smbd -D -s "$CONF" 9>&- || die "smbd -D -s $CONF failed (see $SMBDIR/log.smbd)"
 }
 
 # wait_smbd PORT: until the private smbd serves //HOST/local (a listing

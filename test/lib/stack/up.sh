@@ -3,7 +3,7 @@
 # Sourced by test/stack (after common.sh).
 
 cmd_up() {
-	local replica=0 port=$DEFAULT_PORT build=1 asan=0
+	local replica=0 port=$DEFAULT_PORT build=1 asan=0 rtt=""
 	local base=${GF2_STACK_BASELINE_MODULE:-}
 	local prefix=${GF2_STACK_SMBD_PREFIX:-}
 	case ${GF2_STACK_ASAN:-0} in
@@ -33,7 +33,13 @@ cmd_up() {
 			shift
 			;;
 		--smbd-prefix=*) prefix=${1#--smbd-prefix=} ;;
-		*) die "up: unknown option '$1' (usage: test/stack up [--replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME] [--smbd-prefix DIR])" ;;
+		--rtt)
+			[ $# -ge 2 ] || die "--rtt needs a round trip in milliseconds"
+			rtt=$2
+			shift
+			;;
+		--rtt=*) rtt=${1#--rtt=} ;;
+		*) die "up: unknown option '$1' (usage: test/stack up [--replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME] [--smbd-prefix DIR] [--rtt MS])" ;;
 		esac
 		shift
 	done
@@ -50,6 +56,9 @@ cmd_up() {
 		[[ $prefix =~ ^/[A-Za-z0-9._/+-]+$ ]] ||
 			die "bad --smbd-prefix '$prefix' (an absolute path, no spaces)"
 		[ -x "$prefix/sbin/smbd" ] || die "--smbd-prefix $prefix: no $prefix/sbin/smbd"
+	fi
+	if [ -n "$rtt" ]; then
+		rtt_valid "$rtt" || die "bad --rtt '$rtt' (milliseconds, more than 0 and at most 1000, e.g. 0.2)"
 	fi
 	need_root
 	use_smbd_prefix "$prefix"
@@ -106,6 +115,23 @@ cmd_up() {
 	ensure_volume "$vol" "$n" "$replica"
 	state_set GLUSTER_VOLUME "$vol"
 	state_set BRICK_DIRS "$(for ((i = 1; i <= n; i++)); do printf '%s ' "$BRICKROOT/$vol/b$i"; done | sed 's/ $//')"
+
+	# 3b. the network between the head and the bricks (up --rtt MS): the
+	# head moves into the namespace or out of it when the mode or the
+	# round trip changes
+	local rtt_was
+	rtt_was=$(state_get RTT_MS)
+	if [ "$rtt_was" != "$rtt" ]; then
+		stop_smbd
+		if [ -n "$(fuse_source)" ]; then unmount_fuse; fi
+	fi
+	if [ -n "$rtt" ]; then
+		rtt_up "$rtt"
+		state_set RTT_MS "$rtt"
+		use_rtt "$rtt"
+	elif [ -n "$rtt_was" ] || [ -e "/run/netns/$RTT_NETNS" ]; then
+		rtt_down
+	fi
 
 	# 4. FUSE mount (also makes the volume root writable by the users)
 	ensure_fuse "$vol"
@@ -200,5 +226,6 @@ cmd_up() {
 	local modetxt=""
 	if [ "$asan" = 1 ]; then modetxt=" (sanitizer mode: $ASAN_MODULE, reports in $ASAN_REPORTS)"; fi
 	if [ -n "$prefix" ]; then modetxt="$modetxt (smbd $prefix/sbin/smbd)"; fi
+	if [ -n "$rtt" ]; then modetxt="$modetxt (round trip $rtt ms between the head in $RTT_NETNS and the bricks)"; fi
 	log "up: volume $vol, smbd on $SMB_HOST:$port${LISTEN:+ (and $LISTEN)}, shares: $SHARES${base:+ $BASE_SHARE ($base)}$modetxt (test/stack env)"
 }
