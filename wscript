@@ -74,6 +74,7 @@ CORE_SOURCES = [
     'source/gf2_readplan.c',
     'source/gf2_change.c',
     'source/gf2_wait.c',
+    'source/gf2_leasestate.c',
 ]
 
 MODULE_SOURCES = [
@@ -115,6 +116,7 @@ UNIT_TESTS = [
     'test_readplan',
     'test_change',
     'test_wait',
+    'test_leasestate',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
