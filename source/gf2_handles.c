@@ -708,7 +708,16 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = NULL;
 	struct gf2_fh *fh = NULL;
-	int flags = how->flags;
+	/*
+	 * smbd opens with O_NONBLOCK (for kernel oplocks) and makes the
+	 * descriptor blocking right after (vfs_set_blocking, gf2_fcntl).  A
+	 * Gluster descriptor keeps its open flags at the bricks, where the
+	 * leases translator answers O_NONBLOCK calls that conflict with a
+	 * read lease (another client's, or smbd's own for the calls gfapi
+	 * sends without a lease id: fsetattr) EAGAIN instead of holding
+	 * them until the lease is given back.  So it never gets one.
+	 */
+	int flags = how->flags & ~O_NONBLOCK;
 	bool nofollow = (flags & O_NOFOLLOW) != 0;
 	bool is_dir = false;
 	bool exists = false;

@@ -17,7 +17,11 @@ FUSE mount of the same volume.  On each share:
   hold it only until the lease is given back), and the next SMB read
   sees its bytes;
 - the other client's truncation while the lease is held lands, and the
-  next SMB read past the new end finds the end of the file.
+  next SMB read past the new end finds the end of the file;
+- a handle that has read (its lease held on [leasevol]) sets its own
+  last write time (SET_INFO FileBasicInformation, what copy tools send)
+  and closes after writes (smbd sets the write time then): both answer
+  STATUS_SUCCESS and the time lands, as on a share without the option.
 
 On [leasevol] the checks of a handle's reads are answered by its lease:
 the bricks see one LK fop for the handle (the whole-file check when the
@@ -25,6 +29,7 @@ lease is taken), not one per read.
 """
 
 import os
+import struct
 import time
 
 import pytest
@@ -33,7 +38,8 @@ from gf2_bricks import gluster, gluster_set, one_brick_volume, \
     profile_fops, restart_volume
 from gf2_private_smbd import PrivateSmbd, private_port
 from gf2_locks import Holder, open_rw
-from gf2_smb2 import STATUS, smb2q
+from gf2_smb2 import STATUS, Client, s3, set_info_packet, smb2q, \
+    status_name
 
 # above quick-read's max-file-size (64 KiB), whose copy of a small file
 # in gfapi's client graph lives for its cache-timeout (1 s) whatever
@@ -189,6 +195,94 @@ def test_fuse_truncate_seen_by_next_read(srv, share):
     assert inside == (OK, data[4096:8192])
     assert past == STATUS['STATUS_END_OF_FILE']
     assert took < PROMPT_S, 'the FUSE truncation took %.1f s' % took
+
+
+FILE_BASIC_INFORMATION = 4
+# 2020-01-02 03:04:05 UTC, in seconds and in 100 ns units since 1601
+SET_MTIME = 1577934245
+NT_EPOCH_S = 11644473600
+
+
+def set_write_time(cl, fid, unix_s):
+    """SET_INFO FileBasicInformation with only LastWriteTime: status."""
+    buf = struct.pack('<QQQQII', 0, 0, (unix_s + NT_EPOCH_S) * 10 ** 7, 0,
+                      0, 0)
+    status, _rsp = cl.request(set_info_packet(cl.conn, fid,
+                                              FILE_BASIC_INFORMATION, buf))
+    return status
+
+
+def close_with_write_time(cl, fid):
+    """CLOSE with SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB: (status, the file's
+    last write time in whole Unix seconds, as smbd read it at close)."""
+    status, rsp = cl.request(smb2q.RawPacket(
+        s3.SMB2_CLOSE, cl.conn.tid, struct.pack('<HHI16s', 24, 1, 0, fid)))
+    if status != OK:
+        return status, None
+    (nt,) = struct.unpack_from('<Q', rsp, 64 + 24)
+    return status, nt // 10 ** 7 - NT_EPOCH_S
+
+
+@pytest.mark.parametrize('share', SHARES)
+def test_set_times_after_reads(srv, share):
+    """A handle opened to read, write and set attributes reads three
+    times, then sets its last write time: STATUS_SUCCESS, the next read
+    passes, and the CLOSE answers with the time set."""
+    env, mounts = srv
+    name = 'leasetimes-%d-%s.dat' % (os.getpid(), share)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    cl = Client(env, share)
+    try:
+        status, fid = cl.create(
+            name, disposition=s3.FILE_OPEN,
+            access=s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
+            s3.FILE_READ_ATTRIBUTES | s3.FILE_WRITE_ATTRIBUTES |
+            s3.SYNCHRONIZE)
+        assert status == OK, status_name(status)
+        reads = [cl.read(fid, i * 4096, 4096)[0] for i in range(3)]
+        t0 = time.monotonic()
+        setinfo = set_write_time(cl, fid, SET_MTIME)
+        took = time.monotonic() - t0
+        after = cl.read(fid, 0, 4096)[0]
+        closed, mtime = close_with_write_time(cl, fid)
+    finally:
+        cl.drop()
+        os.unlink(path)
+    assert reads == [OK] * 3
+    assert (setinfo, after, closed) == (OK, OK, OK), \
+        (status_name(setinfo), status_name(after), status_name(closed))
+    assert mtime == SET_MTIME
+    assert took < PROMPT_S, 'SET_INFO took %.1f s' % took
+
+
+@pytest.mark.parametrize('share', SHARES)
+def test_close_after_writes(srv, share):
+    """A handle reads, writes, reads, closes: the CLOSE (where smbd sets
+    the write time of a handle that wrote) answers STATUS_SUCCESS and
+    the bytes written are the file's (read on a new handle)."""
+    env, mounts = srv
+    name = 'leaseclose-%d-%s.dat' % (os.getpid(), share)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    new = bytes((i * 11 + 1) % 251 for i in range(4096))
+    cl, fid = open_rw(env, share, name)
+    try:
+        first = [cl.read(fid, i * 4096, 4096)[0] for i in range(3)]
+        wrote = cl.write(fid, 8192, new)
+        again = cl.read(fid, 0, 4096)[0]
+        closed = cl.close(fid)
+        cl2, fid2 = open_rw(env, share, name)
+        try:
+            got = cl2.read(fid2, 8192, 4096)
+            cl2.close(fid2)
+        finally:
+            cl2.drop()
+    finally:
+        cl.drop()
+        os.unlink(path)
+    assert first == [OK] * 3
+    assert (wrote, again) == ((OK, len(new)), OK)
+    assert closed == OK, status_name(closed)
+    assert got == (OK, new)
 
 
 def test_lease_answers_the_checks(srv, lease_volume):
