@@ -285,6 +285,57 @@ def test_close_after_writes(srv, share):
     assert got == (OK, new)
 
 
+@pytest.mark.parametrize('share', SHARES)
+def test_save_over_the_name(srv, share):
+    """A read-only handle is open when the other client saves the file as
+    editors do (a new file written, then renamed over the name); then the
+    handle reads.  Its checks answer for its own file: the other client's
+    append to the new file lands promptly (no recall of a lease the
+    module does not know it holds), and its lock of the handle's old file
+    (opened through a second name of it) makes the next SMB read fail
+    with FILE_LOCK_CONFLICT."""
+    env, mounts = srv
+    name = 'leasesave-%d-%s.dat' % (os.getpid(), share)
+    old = bytes((i * 7 + 3) % 251 for i in range(SIZE))
+    path = fresh_file(mounts[share], name, old)
+    keep = path + '.old'
+    tmp = path + '.tmp'
+    os.link(path, keep)
+    holder = None
+    cl = Client(env, share)
+    try:
+        status, fid = cl.create(
+            name, disposition=s3.FILE_OPEN,
+            access=s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES |
+            s3.SYNCHRONIZE)
+        assert status == OK, status_name(status)
+        fresh_file(mounts[share], os.path.basename(tmp), bytes(SIZE))
+        os.rename(tmp, path)
+        reads = [cl.read(fid, i * 4096, 4096) for i in range(3)]
+        t0 = time.monotonic()
+        with open(path, 'ab') as f:
+            f.write(b'appended')
+            f.flush()
+            os.fsync(f.fileno())
+        took = time.monotonic() - t0
+        holder = Holder(keep, 0, 4096)
+        locked = cl.read(fid, 0, 4096)[0]
+        holder.release()
+        cl.close(fid)
+    finally:
+        if holder is not None:
+            holder.release()
+        cl.drop()
+        for p in (path, keep, tmp):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+    assert reads == [(OK, old[i * 4096:(i + 1) * 4096]) for i in range(3)]
+    assert took < PROMPT_S, 'the append to the new file took %.1f s' % took
+    assert locked == CONFLICT, status_name(locked)
+
+
 def test_lease_answers_the_checks(srv, lease_volume):
     """32 SMB reads of one handle on [leasevol]: the bricks see the
     lease taken (a LEASE fop) and at most the one whole-file LK fop that
