@@ -311,6 +311,11 @@ def test_save_over_the_name(srv, share):
         assert status == OK, status_name(status)
         fresh_file(mounts[share], os.path.basename(tmp), bytes(SIZE))
         os.rename(tmp, path)
+        # past the lookup caches' timeouts (md-cache: 1 s by default;
+        # 10 min with the samba option group, where the bricks'
+        # invalidation upcalls end them): a lookup of the name now finds
+        # the new file
+        time.sleep(2)
         reads = [cl.read(fid, i * 4096, 4096) for i in range(3)]
         t0 = time.monotonic()
         with open(path, 'ab') as f:
