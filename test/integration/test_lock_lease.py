@@ -341,6 +341,51 @@ def test_save_over_the_name(srv, share):
     assert locked == CONFLICT, status_name(locked)
 
 
+@pytest.mark.parametrize('share', SHARES)
+def test_second_head_opens_for_write(srv, share):
+    """One SMB client's handle reads (its lease held on [leasevol]); a
+    second client (another smbd process) opens the file for writing: the
+    open answers promptly with STATUS_SUCCESS (the bricks hold it until
+    the lease is given back), its write lands, and the first handle's
+    next read returns the new bytes."""
+    env, mounts = srv
+    name = 'leasehead-%d-%s.dat' % (os.getpid(), share)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    new = bytes((i * 5 + 9) % 251 for i in range(4096))
+    reader = Client(env, share)
+    writer = None
+    try:
+        status, fid = reader.create(
+            name, disposition=s3.FILE_OPEN,
+            access=s3.FILE_READ_DATA | s3.FILE_READ_ATTRIBUTES |
+            s3.SYNCHRONIZE)
+        assert status == OK, status_name(status)
+        first = [reader.read(fid, i * 4096, 4096)[0] for i in range(3)]
+        writer = Client(env, share)
+        assert writer.pid != reader.pid
+        t0 = time.monotonic()
+        wstatus, wfid = writer.create(
+            name, disposition=s3.FILE_OPEN,
+            access=s3.FILE_READ_DATA | s3.FILE_WRITE_DATA |
+            s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE)
+        took = time.monotonic() - t0
+        wrote = writer.write(wfid, 0, new) if wstatus == OK else None
+        seen = reader.read(fid, 0, 4096)
+        if wstatus == OK:
+            writer.close(wfid)
+        reader.close(fid)
+    finally:
+        reader.drop()
+        if writer is not None:
+            writer.drop()
+        os.unlink(path)
+    assert first == [OK] * 3
+    assert wstatus == OK, status_name(wstatus)
+    assert took < PROMPT_S, 'the second open took %.1f s' % took
+    assert wrote == (OK, len(new))
+    assert seen == (OK, new)
+
+
 def test_lease_answers_the_checks(srv, lease_volume):
     """32 SMB reads of one handle on [leasevol]: the bricks see the
     lease taken (a LEASE fop) and at most the one whole-file LK fop that
