@@ -29,13 +29,14 @@ lease is taken), not one per read.
 """
 
 import os
+import signal
 import struct
 import time
 
 import pytest
 
-from gf2_bricks import gluster, gluster_set, one_brick_volume, \
-    profile_fops, restart_volume
+from gf2_bricks import brick_pids, gluster, gluster_set, \
+    one_brick_volume, profile_fops, restart_volume
 from gf2_private_smbd import PrivateSmbd, private_port
 from gf2_locks import Holder, open_rw
 from gf2_smb2 import STATUS, Client, s3, set_info_packet, smb2q, \
@@ -384,6 +385,67 @@ def test_second_head_opens_for_write(srv, share):
     assert took < PROMPT_S, 'the second open took %.1f s' % took
     assert wrote == (OK, len(new))
     assert seen == (OK, new)
+
+
+def kill_and_start_brick(vol, mount):
+    """kill -9 of the volume's brick, `volume start force`, then wait
+    until the FUSE mount writes again."""
+    pids = brick_pids({'GLUSTER_VOLUME': vol})
+    assert len(pids) == 1, pids
+    pid = list(pids.values())[0]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while os.path.exists('/proc/%d' % pid):
+        assert time.monotonic() < deadline, 'brick %d did not go' % pid
+        time.sleep(0.1)
+    gluster('volume', 'start', vol, 'force')
+    probe = os.path.join(mount, '.lease-probe-%d' % os.getpid())
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with open(probe, 'wb') as f:
+                f.write(b'x')
+            os.unlink(probe)
+            return
+        except OSError:
+            assert time.monotonic() < deadline, 'the brick is not back'
+            time.sleep(0.5)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'the bricks drop a client\'s leases when it disconnects, without a '
+    'recall, and gfapi 10.3 tells its application nothing of the '
+    'disconnect: the module keeps trusting the lease (manual page, '
+    'lock check = lease)'))
+def test_brick_restart_drops_the_lease(srv, lease_volume):
+    """Reads on a handle (its lease trusted); the brick is killed and
+    started again, and every client reconnects; the other client then
+    locks a range: the next SMB read of it must fail with
+    FILE_LOCK_CONFLICT, as it does without the lease."""
+    env, mounts = srv
+    vol, mount = lease_volume
+    name = 'leasebrick-%d.dat' % os.getpid()
+    path = fresh_file(mount, name, bytes(SIZE))
+    cl, fid = open_rw(env, 'leasevol', name)
+    holder = None
+    try:
+        before = [cl.read(fid, i * 4096, 4096)[0] for i in range(3)]
+        kill_and_start_brick(vol, mount)
+        deadline = time.monotonic() + 60
+        while cl.read(fid, 8192, 4096)[0] != OK:
+            assert time.monotonic() < deadline, 'SMB reads do not resume'
+            time.sleep(0.5)
+        holder = Holder(path, 0, 4096)
+        during = cl.read(fid, 0, 4096)[0]
+        holder.release()
+        cl.close(fid)
+    finally:
+        if holder is not None:
+            holder.release()
+        cl.drop()
+        os.unlink(path)
+    assert before == [OK] * 3
+    assert during == CONFLICT, status_name(during)
 
 
 def test_lease_answers_the_checks(srv, lease_volume):
