@@ -28,6 +28,7 @@ the bricks see one LK fop for the handle (the whole-file check when the
 lease is taken), not one per read.
 """
 
+import fcntl
 import os
 import signal
 import struct
@@ -51,6 +52,8 @@ CONFLICT = STATUS['STATUS_FILE_LOCK_CONFLICT']
 # a recall takes 10-25 ms on an idle machine; a lock the bricks hold until
 # their recall timeout (60 s) must fail this
 PROMPT_S = 5.0
+# struct flock on Linux x86_64: l_type, l_whence, l_start, l_len, l_pid
+FLOCK = struct.Struct('hhqqi')
 SHARES = ('leasevol', 'noleasevol')
 
 
@@ -385,6 +388,66 @@ def test_second_head_opens_for_write(srv, share):
     assert took < PROMPT_S, 'the second open took %.1f s' % took
     assert wrote == (OK, len(new))
     assert seen == (OK, new)
+
+
+class Alarm(Exception):
+    pass
+
+
+def fcntl_lock(fd, cmd, l_type, start, length):
+    """fcntl(fd, cmd) with a struct flock of [start, start + length):
+    (the l_type it answers, seconds taken); a call that does not return
+    within 4 * PROMPT_S raises Alarm."""
+    def ring(_sig, _frame):
+        raise Alarm()
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(int(4 * PROMPT_S))
+    t0 = time.monotonic()
+    try:
+        out = fcntl.fcntl(fd, cmd, FLOCK.pack(l_type, os.SEEK_SET, start,
+                                              length, 0))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return FLOCK.unpack(out)[0], time.monotonic() - t0
+
+
+@pytest.mark.parametrize('share', SHARES)
+@pytest.mark.parametrize('cmd', ['F_SETLK', 'F_SETLKW', 'F_GETLK'])
+def test_fuse_descriptor_opened_before_the_lease(srv, share, cmd):
+    """The other client opens the file before the SMB handle reads (and
+    takes its lease on [leasevol]), then asks for a lock of [0, 4096) on
+    that descriptor: F_SETLK and F_SETLKW are granted promptly and the
+    next SMB read of the range fails with FILE_LOCK_CONFLICT; F_GETLK
+    answers F_UNLCK promptly and the next SMB read passes; after the
+    unlock SMB reads pass again."""
+    env, mounts = srv
+    name = 'leaseearly-%d-%s-%s.dat' % (os.getpid(), share, cmd)
+    path = fresh_file(mounts[share], name, bytes(SIZE))
+    early = os.open(path, os.O_RDWR)
+    cl = None
+    try:
+        cl, fid = open_rw(env, share, name)
+        before = [cl.read(fid, i * 4096, 4096)[0] for i in range(3)]
+        answered, took = fcntl_lock(early, getattr(fcntl, cmd),
+                                    fcntl.F_WRLCK, 0, 4096)
+        during = cl.read(fid, 0, 4096)[0]
+        fcntl_lock(early, fcntl.F_SETLK, fcntl.F_UNLCK, 0, 4096)
+        after = cl.read(fid, 0, 4096)[0]
+        cl.close(fid)
+    finally:
+        os.close(early)
+        if cl is not None:
+            cl.drop()
+        os.unlink(path)
+    assert before == [OK] * 3
+    assert took < PROMPT_S, '%s took %.1f s' % (cmd, took)
+    if cmd == 'F_GETLK':
+        assert (answered, during) == (fcntl.F_UNLCK, OK), \
+            (answered, status_name(during))
+    else:
+        assert during == CONFLICT, status_name(during)
+    assert after == OK, status_name(after)
 
 
 def kill_and_start_brick(vol, mount):
