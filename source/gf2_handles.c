@@ -725,16 +725,7 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	struct gf2_conn *c = gf2_conn_of(handle);
 	struct gf2_handle *h = NULL;
 	struct gf2_fh *fh = NULL;
-	/*
-	 * smbd opens with O_NONBLOCK (for kernel oplocks) and makes the
-	 * descriptor blocking right after (vfs_set_blocking, gf2_fcntl).  A
-	 * Gluster descriptor keeps its open flags at the bricks, where the
-	 * leases translator answers O_NONBLOCK calls that conflict with a
-	 * read lease (another client's, or smbd's own for the calls gfapi
-	 * sends without a lease id: fsetattr) EAGAIN instead of holding
-	 * them until the lease is given back.  So it never gets one.
-	 */
-	int flags = how->flags & ~O_NONBLOCK;
+	int flags = how->flags;
 	bool nofollow = (flags & O_NOFOLLOW) != 0;
 	bool is_dir = false;
 	bool exists = false;
@@ -746,6 +737,23 @@ int gf2_openat(struct vfs_handle_struct *handle,
 		/* NO_SYMLINKS, or unknown: smbd falls back (gf2_compat.h) */
 		errno = ENOSYS;
 		return -1;
+	}
+	/*
+	 * smbd opens with O_NONBLOCK (for kernel oplocks) and makes the
+	 * descriptor blocking right after (vfs_set_blocking, gf2_fcntl); a
+	 * Gluster descriptor keeps its open flags at the bricks.  With
+	 * glusterfs2:lock check = lease it never gets O_NONBLOCK: the
+	 * leases translator answers an O_NONBLOCK call that conflicts with
+	 * a read lease (another head's, or smbd's own for the calls gfapi
+	 * sends without a lease id: fsetattr) EAGAIN instead of holding it
+	 * until the lease is given back, and on GlusterFS 10.3 an O_NONBLOCK
+	 * open it refuses crashes the brick.  Elsewhere it keeps it: with
+	 * locks.mandatory-locking the bricks refuse a write that conflicts
+	 * with another client's lock on an O_NONBLOCK descriptor (as SMB
+	 * wants) but hold it on a blocking one until the lock goes.
+	 */
+	if (c->lock_lease) {
+		flags &= ~O_NONBLOCK;
 	}
 
 	path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
