@@ -23,7 +23,12 @@
  * other client's call went on).  Giving it back there, not on the main
  * loop, keeps a synchronous call of smbd's own (a rename or unlink, which
  * the bricks treat as conflicting even from the lease's holder) from
- * waiting on itself.
+ * waiting on itself.  A recall can also arrive while the grant call is
+ * still out, before anything is held: the record remembers it and the
+ * taker gives the lease back as soon as the grant answers, never
+ * trusting it (the decisions are gf2_leasestate.c's, unit-tested).
+ * After a recall the next grant waits (the retry backoff), so that the
+ * other client's call, or its retry, gets through first.
  *
  * Records are in one list per process under gf2_lease_mu.  The recall
  * thread counts its give-back on the record's gate (gf2_wait.h) while it
@@ -44,6 +49,7 @@
 
 #include "includes.h"
 #include "gf2_bridge.h"
+#include "gf2_leasestate.h"
 
 #include <pthread.h>
 
@@ -55,9 +61,8 @@ struct gf2_lease {
 	glfs_fd_t *fd;
 	bool own_fd;		/* fd opened for the lease, closed with it */
 	uint64_t ino;
-	bool held;		/* under gf2_lease_mu */
+	struct gf2_leasestate st;	/* under gf2_lease_mu (gf2_leasestate.h) */
 	struct gf2_wait *gate;	/* give-backs in flight (recall thread) */
-	int trusted;		/* atomic: checks may answer "not locked" */
 	uint64_t retry_at;	/* main thread: no new lease before (ms) */
 	uint32_t backoff_ms;	/* main thread */
 };
@@ -137,7 +142,7 @@ struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, bool own_fd, uint64_t ino)
 
 bool gf2_lease_trusted(const struct gf2_lease *l)
 {
-	return __atomic_load_n(&l->trusted, __ATOMIC_SEQ_CST) != 0;
+	return gf2_ls_trusted(&l->st);
 }
 
 static int gf2_lease_call(glfs_fd_t *fd, glfs_lease_cmds_t cmd)
@@ -157,9 +162,7 @@ static void gf2_lease_give_back(struct gf2_lease *l)
 	bool held;
 
 	pthread_mutex_lock(&gf2_lease_mu);
-	__atomic_store_n(&l->trusted, 0, __ATOMIC_SEQ_CST);
-	held = l->held;
-	l->held = false;
+	held = gf2_ls_drop(&l->st);
 	pthread_mutex_unlock(&gf2_lease_mu);
 	if (held && gf2_lease_call(l->fd, GLFS_UNLK_LEASE) != 0) {
 		DBG_DEBUG("giving back a read lease: %s\n", strerror(errno));
@@ -180,17 +183,46 @@ static void gf2_lease_later(struct gf2_lease *l, uint64_t now)
 
 bool gf2_lease_take(struct gf2_lease *l, const char *volname, uint64_t now)
 {
+	enum gf2_ls_taken taken;
+	bool backoff;
+	bool ask;
+	int ret;
 	int err;
 
 	pthread_mutex_lock(&gf2_lease_mu);
-	if (l->held) {
-		pthread_mutex_unlock(&gf2_lease_mu);
-		return true;
-	}
+	backoff = gf2_ls_backoff(&l->st);
+	ask = !backoff && gf2_ls_take_begin(&l->st);
 	pthread_mutex_unlock(&gf2_lease_mu);
+	if (backoff) {
+		/*
+		 * Recalled since the last grant: the other client's call
+		 * (or its retry, for those the bricks answer EAGAIN) goes
+		 * through before the lease is asked for again.
+		 */
+		gf2_lease_later(l, now);
+		return false;
+	}
+	if (!ask) {
+		return true;	/* held */
+	}
 
-	if (gf2_lease_call(l->fd, GLFS_SET_LEASE) != 0) {
-		err = errno;
+	ret = gf2_lease_call(l->fd, GLFS_SET_LEASE);
+	err = errno;
+	pthread_mutex_lock(&gf2_lease_mu);
+	taken = gf2_ls_take_end(&l->st, ret == 0);
+	pthread_mutex_unlock(&gf2_lease_mu);
+	if (taken == GF2_LS_GIVE_BACK) {
+		/* recalled before the grant's answer came: not trusted */
+		gf2_lease_granted++;
+		__atomic_add_fetch(&gf2_lease_recalled, 1, __ATOMIC_RELAXED);
+		if (gf2_lease_call(l->fd, GLFS_UNLK_LEASE) != 0) {
+			DBG_DEBUG("giving back a read lease recalled while "
+				  "it was granted: %s\n", strerror(errno));
+		}
+		gf2_lease_later(l, now);
+		return false;
+	}
+	if (taken == GF2_LS_REFUSED) {
 		gf2_lease_refused++;
 		if (!gf2_lease_logged) {
 			gf2_lease_logged = true;
@@ -210,9 +242,6 @@ bool gf2_lease_take(struct gf2_lease *l, const char *volname, uint64_t now)
 		return false;
 	}
 	gf2_lease_granted++;
-	pthread_mutex_lock(&gf2_lease_mu);
-	l->held = true;
-	pthread_mutex_unlock(&gf2_lease_mu);
 	return true;
 }
 
@@ -221,9 +250,8 @@ bool gf2_lease_trust(struct gf2_lease *l, uint64_t now)
 	bool ok;
 
 	pthread_mutex_lock(&gf2_lease_mu);
-	ok = l->held;	/* not recalled since it was granted */
+	ok = gf2_ls_trust(&l->st);	/* not recalled since it was granted */
 	if (ok) {
-		__atomic_store_n(&l->trusted, 1, __ATOMIC_SEQ_CST);
 		l->backoff_ms = 0;
 	}
 	pthread_mutex_unlock(&gf2_lease_mu);
@@ -286,9 +314,7 @@ void gf2_lease_recall(uint64_t ino, bool all)
 			if (!all && l->ino != ino) {
 				continue;
 			}
-			__atomic_store_n(&l->trusted, 0, __ATOMIC_SEQ_CST);
-			if (l->held) {
-				l->held = false;
+			if (gf2_ls_recall(&l->st)) {
 				gf2_wait_add(l->gate);
 				fd = l->fd;
 				break;
