@@ -24,6 +24,15 @@ def smb2q_pattern(seed):
     return mod.Pattern(seed)
 
 
+def inside_path(bench, path):
+    """A brick directory as the bricks' own host names it (without the
+    platform's root in front)."""
+    root = platform_root({'PLATFORM_ROOT': getattr(bench, 'proot', '')})
+    if root and path.startswith(root + '/'):
+        return path[len(root):]
+    return path
+
+
 class Data:
     """Mixin of Bench: the data set, the bricks, the cache state."""
 
@@ -35,6 +44,53 @@ class Data:
     def backend_root(self, backend):
         r = self.roots()
         return r['local'] if backend == 'local' else r['volume']
+
+    def brick_label(self, path):
+        """Which bricks hold path, from its trusted.glusterfs.pathinfo
+        through the FUSE mount: 'b1', or 'b1+b2+b3' for a replica set
+        (the bricks numbered as in BRICK_DIRS); None if not known."""
+        try:
+            info = os.getxattr(path, 'trusted.glusterfs.pathinfo')
+        except OSError:
+            return None
+        info = info.decode('utf-8', 'replace')
+        held = ['b%d' % (i + 1) for i, b in enumerate(self.bricks)
+                if '%s/' % inside_path(self, b) in info]
+        return '+'.join(held) or None
+
+    def brick_names(self, d, prefix):
+        """[(brick label, name)]: one name per brick (per replica set) of
+        the volume for a new file in directory d (a FUSE path), in the
+        order of BRICK_DIRS.  DHT hashes a name within its directory's
+        layout, so a name is chosen by creating it through the FUSE mount,
+        reading where it landed and removing it again.  Names already
+        chosen for (d, prefix) are kept for the run."""
+        key = (d, prefix)
+        cache = self.__dict__.setdefault('_brick_names', {})
+        if key in cache:
+            return cache[key]
+        found = {}
+        for i in range(200):
+            name = '%s-%03d.dat' % (prefix, i)
+            path = os.path.join(d, name)
+            if os.path.exists(path):
+                os.unlink(path)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            os.close(fd)
+            try:
+                label = self.brick_label(path)
+            finally:
+                os.unlink(path)
+            if label is not None and label not in found:
+                found[label] = name
+            if sum(len(k.split('+')) for k in found) >= len(self.bricks):
+                break
+        out = sorted(found.items(),
+                     key=lambda kv: int(kv[0].split('+')[0][1:]))
+        if not out:
+            out = [(None, '%s.dat' % prefix)]
+        cache[key] = out
+        return out
 
     def ensure_file(self, path, size, seed):
         if os.path.exists(path):

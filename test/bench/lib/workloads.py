@@ -314,20 +314,30 @@ class Workloads:
         return res
 
     def w_pipewrite(self, backend, existing=False):
-        """smbclient put of the pattern file in /dev/shm (Data.prepare),
-        timed by `patfile now` marks before and after it; then the file
-        checked (every byte) through the backend's own path, and deleted.
-        existing: put over a file of the same size and another pattern,
-        written through the backend's own path before (untimed)."""
+        """smbclient put of the pattern file in /dev/shm (Data.prepare)
+        to one name on every brick (every replica set) of the volume, in
+        one smbclient session, each put timed by `patfile now` marks
+        before and after it; then every file checked (every byte) through
+        the backend's own path, and deleted.  mbps: the median over the
+        bricks (one put on a local share); per_brick_mbps, slowest_brick
+        and slowest_mbps: each brick's put.  existing: put over files of
+        the same size and another pattern, written through the backend's
+        own path before (untimed)."""
         cfg = self.cfg
         size = cfg.pw_size
-        name = 'pw-%s.dat' % backend
-        dst = os.path.join(self.backend_root(backend), name)
-        if os.path.exists(dst):
-            os.unlink(dst)
+        root = self.backend_root(backend)
+        if backend == 'local':
+            names = [(None, 'pw-%s.dat' % backend)]
+        else:
+            names = self.brick_names(root, 'pw-%s' % backend)
+        dsts = [os.path.join(root, n) for _, n in names]
+        for dst in dsts:
+            if os.path.exists(dst):
+                os.unlink(dst)
         if existing:
-            self.patfile('make', dst, size, PW_SEED + 1)
-            os.chmod(dst, 0o666)        # smbd's user overwrites it
+            for dst in dsts:
+                self.patfile('make', dst, size, PW_SEED + 1)
+                os.chmod(dst, 0o666)    # smbd's user overwrites it
             subprocess.run(['sync'])
         marks = os.path.join(self.tmp, 'pw.marks')
         if os.path.exists(marks):
@@ -337,9 +347,10 @@ class Workloads:
         # CpuSampler a sample of the serving smbd before t_start and one
         # after t_end.
         mark = '!%s now >> %s' % (os.path.join(BIN, 'patfile'), marks)
-        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark,
-                'put %s %s' % (self.pw_src, name), mark,
-                '!sleep %g' % CPU_LINGER]
+        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark]
+        for _, n in names:
+            cmds += ['put %s %s' % (self.pw_src, n), mark]
+        cmds.append('!sleep %g' % CPU_LINGER)
         cmdfile = os.path.join(self.tmp, 'pw.cmds')
         with open(cmdfile, 'w') as f:
             f.write('\n'.join(cmds) + '\n')
@@ -347,6 +358,7 @@ class Workloads:
         self.note('+ ' + ' '.join(cmd) + ' < ' + cmdfile + ': ' +
                   '; '.join(cmds))
         outf = os.path.join(self.tmp, 'pw.out')
+        want = len(names) + 1
         try:
             with open(outf, 'w') as o, open(cmdfile) as i:
                 cli = subprocess.Popen(cmd, stdin=i, stdout=o,
@@ -355,11 +367,11 @@ class Workloads:
                     self.cpu.add_client(cli.pid)
                 # (not waiting for its exit: the stock module's tree
                 # disconnect takes ~10 s; stop_client)
-                deadline = now() + 300
+                deadline = now() + 300 * len(names)
                 while now() < deadline and cli.poll() is None:
                     try:
                         with open(marks) as f:
-                            if len(f.read().split()) >= 2:
+                            if len(f.read().split()) >= want:
                                 break
                     except OSError:
                         pass
@@ -373,44 +385,63 @@ class Workloads:
                     t = [float(x) for x in f.read().split()]
             except (OSError, ValueError):
                 t = []
-            if len(t) < 2 or t[1] <= t[0]:
+            if len(t) < want or any(t[k + 1] <= t[k]
+                                    for k in range(len(t) - 1)):
                 return {'ok': False, 'error': 'smbclient did not finish '
-                        'the put (%d of 2 marks): %s' % (
-                            len(t), text.strip()[-300:])}
+                        'the puts (%d of %d marks): %s' % (
+                            len(t), want, text.strip()[-300:])}
             if 'NT_STATUS_' in text:
                 m = re.search(r'.*NT_STATUS_\w+.*', text)
                 return {'ok': False, 'error': 'smbclient: ' +
                         m.group(0).strip()}
-            secs = t[1] - t[0]
-            res = {'ok': True, 'bytes': size, 'seconds': secs,
-                   'mbps': size / secs / 1e6, 't_start': t[0],
-                   't_end': t[1], 'checked_bytes': 0,
-                   'checked_via': dst}
-            # the old file was written through the same path: its pages
-            # may still be in the page cache (a FUSE mount keeps them
-            # until it sees the file change), so drop them first
-            try:
-                fd = os.open(dst, os.O_RDONLY)
+            per = [size / (t[k + 1] - t[k]) / 1e6
+                   for k in range(len(names))]
+            srt = sorted(per)
+            mid = len(srt) // 2
+            med = srt[mid] if len(srt) % 2 else (srt[mid - 1] +
+                                                 srt[mid]) / 2
+            k_slow = per.index(srt[0])
+            secs = t[-1] - t[0]
+            res = {'ok': True, 'bytes': size * len(names), 'seconds': secs,
+                   'mbps': med, 't_start': t[0], 't_end': t[-1],
+                   'checked_bytes': 0, 'checked_via': dsts[0],
+                   'checked_paths': dsts}
+            if names[0][0] is not None:
+                res.update(per_brick_mbps={names[k][0]: per[k]
+                                           for k in range(len(names))},
+                           per_brick_names={lab: n for lab, n in names},
+                           slowest_brick=names[k_slow][0],
+                           slowest_mbps=per[k_slow])
+            for dst in dsts:
+                # the old file was written through the same path: its
+                # pages may still be in the page cache (a FUSE mount
+                # keeps them until it sees the file change), so drop
+                # them first
                 try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass
-            rc, out, _ = self.patfile('check', dst, size, PW_SEED, 'all')
-            if rc != 0:
-                try:
-                    err = json.loads(out).get('error')
-                except ValueError:
-                    err = out.strip()[-300:]
-                res.update(ok=False, error='written file: %s' % err)
-            else:
-                res['checked_bytes'] = size
+                    fd = os.open(dst, os.O_RDONLY)
+                    try:
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    finally:
+                        os.close(fd)
+                except OSError:
+                    pass
+                rc, out, _ = self.patfile('check', dst, size, PW_SEED,
+                                          'all')
+                if rc != 0:
+                    try:
+                        err = json.loads(out).get('error')
+                    except ValueError:
+                        err = out.strip()[-300:]
+                    res.update(ok=False, error='written file %s: %s' % (
+                        os.path.basename(dst), err))
+                    break
+                res['checked_bytes'] += size
             self.note('  ' + json.dumps(res))
             return res
         finally:
-            if os.path.exists(dst):
-                os.unlink(dst)
+            for dst in dsts:
+                if os.path.exists(dst):
+                    os.unlink(dst)
             subprocess.run(['sync'])
 
     def w_smallfiles(self, backend):
