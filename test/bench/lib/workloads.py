@@ -322,7 +322,8 @@ class Workloads:
         bricks (one put on a local share); per_brick_mbps, slowest_brick
         and slowest_mbps: each brick's put.  existing: put over files of
         the same size and another pattern, written through the backend's
-        own path before (untimed)."""
+        own path before (untimed).  The brick put first rotates with
+        each repetition."""
         cfg = self.cfg
         size = cfg.pw_size
         root = self.backend_root(backend)
@@ -330,6 +331,13 @@ class Workloads:
             names = [(None, 'pw-%s.dat' % backend)]
         else:
             names = self.brick_names(root, 'pw-%s' % backend)
+            # the brick put first in the session rotates from one
+            # repetition to the next: order is not confounded with brick
+            calls = self.__dict__.setdefault('_pw_calls', {})
+            k = calls.get((backend, existing), 0)
+            calls[(backend, existing)] = k + 1
+            k %= len(names)
+            names = names[k:] + names[:k]
         dsts = [os.path.join(root, n) for _, n in names]
         for dst in dsts:
             if os.path.exists(dst):
