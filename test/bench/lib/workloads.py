@@ -418,6 +418,7 @@ class Workloads:
                 res.update(per_brick_mbps={names[k][0]: per[k]
                                            for k in range(len(names))},
                            per_brick_names={lab: n for lab, n in names},
+                           brick_order=[lab for lab, _ in names],
                            slowest_brick=names[k_slow][0],
                            slowest_mbps=per[k_slow])
             for dst in dsts:
