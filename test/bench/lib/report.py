@@ -181,11 +181,12 @@ def write_markdown(path, meta, summary, backends, cfg):
     else:
         where = 'smbd and clients on loopback'
     L.append('Machine: %s, %d cores, %s GiB RAM, %s, kernel %s; Samba %s, '
-             'GlusterFS %s; volume %s (2-brick distribute, bricks on the '
+             'GlusterFS %s; volume %s (%s, bricks on the '
              'local disk), %s.' % (
                  meta['host'], meta['cores'], meta['mem_gib'], meta['os'],
                  meta['kernel'], meta['samba'], meta['gluster'],
-                 meta['volume'], where))
+                 meta['volume'],
+                 meta.get('volume_layout') or '2-brick distribute', where))
     L.append('')
     L.append('Volume options: %s.' % (
         'gluster\'s defaults plus server.allow-insecure=on, with ' +
