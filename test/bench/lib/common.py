@@ -113,7 +113,9 @@ WORKLOADS = [
      'last response (CLOSE not included; the lease holder\'s queued '
      'writes reach the bricks by the CLOSE); the no-lease counterpart is '
      'seqwrite. The file is then checked through the backend\'s own path '
-     '(sha256 against smb2q\'s). Shows the write cache on gf2-wc '
+     '(sha256 against smb2q\'s). On the volume the file\'s name lands '
+     'on another brick (replica set) at each repetition, in turn '
+     '(results.md\'s Per brick section). Shows the write cache on gf2-wc '
      '(glusterfs2:write cache = yes); every other share just holds the '
      'lease. No gfapi equivalent.'),
     ('manywriters',

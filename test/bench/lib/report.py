@@ -410,9 +410,11 @@ def per_brick_section(summary, backends):
     if not rows:
         return []
     L = ['', '## Per brick', '',
-         'Each put wrote one file to a name on every brick (every replica '
-         'set): MB/s, medians over the repetitions; the row\'s figure '
-         'above is the median over the bricks.', '',
+         'Rows over every brick (every replica set): each pipewrite '
+         'repetition put one file to a name on every brick (the row\'s '
+         'figure above is the median over the bricks); leasewrite wrote '
+         'to a name on another brick at each repetition, in turn.  MB/s, '
+         'each brick\'s median over the repetitions.', '',
          '| row | backend | %s | median over bricks | slowest brick | '
          'slowest / fastest |' % ' | '.join(labels),
          '| --- | --- |%s ---: | --- | ---: |' % (' ---: |' * len(labels))]

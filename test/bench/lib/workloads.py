@@ -224,12 +224,25 @@ class Workloads:
 
     def w_leasewrite(self, backend, bs, depth):
         """smb2q --lease write of lease_size bytes; the file then hashed
-        through the backend's own path and compared."""
+        through the backend's own path and compared.  On the volume the
+        name lands on another brick (replica set) at each repetition, in
+        turn (brick, per_brick_mbps: results.md's Per brick section)."""
         import hashlib
         cfg = self.cfg
         name = 'lw-%s.dat' % backend
+        label = None
+        if backend != 'local':
+            names = self.brick_names(self.backend_root(backend),
+                                     'lw-%s' % backend)
+            calls = self.__dict__.setdefault('_lw_calls', {})
+            k = calls.get((backend, bs, depth), 0)
+            calls[(backend, bs, depth)] = k + 1
+            label, name = names[k % len(names)]
         res = self.smb2q('write', backend, name, cfg.lease_size, bs, depth,
                          7000 + bs // KiB)
+        if label is not None and res.get('ok') and res.get('mbps'):
+            res['brick'] = label
+            res['per_brick_mbps'] = {label: res['mbps']}
         path = os.path.join(self.backend_root(backend), name)
         h = hashlib.sha256()
         try:
