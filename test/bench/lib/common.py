@@ -61,7 +61,10 @@ WORKLOADS = [
      'requests of S bytes in flight (the profiles 64 KiB x 1, 64 KiB x 8, '
      '1 MiB x 4, 1 MiB x 16, 4 MiB x 4: S x N), reading lease_size bytes; '
      'every byte checked against smb2q\'s pattern; timed from the first '
-     'READ to the last response. "warm" and "cold" as for seqread. gfapi: '
+     'READ to the last response. On the volume one such file per brick '
+     '(replica set), another brick\'s at each repetition, in turn '
+     '(results.md\'s Per brick section). "warm" and "cold" as for '
+     'seqread. gfapi: '
      'the ceiling, fio\'s gfapi_async engine at the same request size and '
      'depth on its own crc32c-verified file.'),
     ('pipelined',

@@ -64,7 +64,8 @@ class Data:
         order of BRICK_DIRS.  DHT hashes a name within its directory's
         layout, so a name is chosen by creating it through the FUSE mount,
         reading where it landed and removing it again.  Names already
-        chosen for (d, prefix) are kept for the run."""
+        chosen for (d, prefix) are kept for the run; a name that exists
+        already is not touched, only asked where it is."""
         key = (d, prefix)
         cache = self.__dict__.setdefault('_brick_names', {})
         if key in cache:
@@ -74,13 +75,16 @@ class Data:
             name = '%s-%03d.dat' % (prefix, i)
             path = os.path.join(d, name)
             if os.path.exists(path):
-                os.unlink(path)
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            os.close(fd)
-            try:
+                # made by an earlier run the same way: where it is
                 label = self.brick_label(path)
-            finally:
-                os.unlink(path)
+            else:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o644)
+                os.close(fd)
+                try:
+                    label = self.brick_label(path)
+                finally:
+                    os.unlink(path)
             if label is not None and label not in found:
                 found[label] = name
             if sum(len(k.split('+')) for k in found) >= len(self.bricks):
@@ -130,6 +134,18 @@ class Data:
     def lr_name(self):
         return 'lr-%s.dat' % size_tag(self.cfg.lease_size)
 
+    def lr_names(self, root):
+        """leaseread's files under root: on the volume one per brick
+        (replica set), [(label, name)] names only here"""
+        if root == self.roots()['local']:
+            return [self.lr_name()]
+        return [n for _, n in self.lr_brick_names()]
+
+    def lr_brick_names(self):
+        """[(brick label, name)] of leaseread's files on the volume"""
+        return self.brick_names(self.roots()['volume'],
+                                'lr-%s' % size_tag(self.cfg.lease_size))
+
     def ensure_lease_file(self, path, size):
         """leaseread's file: smb2q's pattern (LR_SEED), written here;
         checked at its ends and middle when already there (smb2q checks
@@ -149,10 +165,12 @@ class Data:
             pass
         self.note('creating %s (%s, smb2q pattern)' % (path,
                                                        human_size(size)))
-        with open(path + '.tmp', 'wb') as f:
+        # written in place, not renamed into place: on the volume a file
+        # renamed keeps its data on the brick its first name hashed to
+        # (a half-written file fails the check above and is made again)
+        with open(path, 'wb') as f:
             for off in range(0, size, 4 * MiB):
                 f.write(pat.generate(off, min(4 * MiB, size - off)))
-        os.rename(path + '.tmp', path)
 
     def fio_name(self):
         return 'fio-%s.dat' % size_tag(self.cfg.seq_size)
@@ -173,8 +191,9 @@ class Data:
                 self.ensure_file(os.path.join(root, self.seq_name()),
                                  cfg.seq_size, self.seq_seed())
             if 'leaseread' in workloads:
-                self.ensure_lease_file(os.path.join(root, self.lr_name()),
-                                       cfg.lease_size)
+                for name in self.lr_names(root):
+                    self.ensure_lease_file(os.path.join(root, name),
+                                           cfg.lease_size)
             if 'multiclient' in workloads:
                 for i in range(cfg.mc_clients):
                     self.ensure_file(os.path.join(

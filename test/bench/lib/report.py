@@ -412,8 +412,9 @@ def per_brick_section(summary, backends):
     L = ['', '## Per brick', '',
          'Rows over every brick (every replica set): each pipewrite '
          'repetition put one file to a name on every brick (the row\'s '
-         'figure above is the median over the bricks); leasewrite wrote '
-         'to a name on another brick at each repetition, in turn.  MB/s, '
+         'figure above is the median over the bricks); leaseread read and '
+         'leasewrite wrote a file on another brick at each repetition, in '
+         'turn.  MB/s, '
          'each brick\'s median over the repetitions.', '',
          '| row | backend | %s | median over bricks | slowest brick | '
          'slowest / fastest |' % ' | '.join(labels),

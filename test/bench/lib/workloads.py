@@ -200,7 +200,9 @@ class Workloads:
 
     def w_leaseread(self, backend, bs, depth, cache):
         """smb2q --lease read of the lease file (every byte checked by
-        smb2q); gfapi: fio gfapi_async at the same size and depth"""
+        smb2q); on the volume another brick's (replica set's) file at each
+        repetition, in turn; gfapi: fio gfapi_async at the same size and
+        depth"""
         cfg = self.cfg
         if backend == 'gfapi':
             if cache == 'cold':
@@ -211,15 +213,27 @@ class Workloads:
                             min(cfg.lease_size, cfg.seq_size),
                             DATADIR + '/' + self.fio_name(),
                             engine='gfapi_async', iodepth=depth)
+        name = self.lr_name()
+        label = None
+        if backend != 'local':
+            # another brick's (replica set's) file at each repetition
+            names = self.lr_brick_names()
+            calls = self.__dict__.setdefault('_lr_calls', {})
+            k = calls.get((backend, bs, depth, cache), 0)
+            calls[(backend, bs, depth, cache)] = k + 1
+            label, name = names[k % len(names)]
         if cache == 'cold':
             self.drop_caches()
         else:
-            self.warm(self.lr_name())
-        res = self.smb2q('read', backend, self.lr_name(), cfg.lease_size,
+            self.warm(name)
+        res = self.smb2q('read', backend, name, cfg.lease_size,
                          bs, depth, LR_SEED)
         if res['ok']:
             # smb2q fails on any byte that differs from its pattern
             res['checked_bytes'] = cfg.lease_size
+            if label is not None and res.get('mbps'):
+                res['brick'] = label
+                res['per_brick_mbps'] = {label: res['mbps']}
         return res
 
     def w_leasewrite(self, backend, bs, depth):
