@@ -81,6 +81,22 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
+def volume_layout(info):
+    """'2-brick distribute', '3-brick replicate', '6-brick
+    distributed-replicate' from `gluster volume info`; '' if not known."""
+    vtype = nbricks = None
+    for line in info.splitlines():
+        if line.startswith('Type:'):
+            vtype = line.split(':', 1)[1].strip().lower()
+        elif line.startswith('Number of Bricks:'):
+            v = line.split(':', 1)[1].strip()
+            # '2', or '1 x 3 = 3', or '2 x 3 = 6'
+            nbricks = v.split('=')[-1].strip()
+    if not vtype or not nbricks:
+        return ''
+    return '%s-brick %s' % (nbricks, vtype)
+
+
 def parse_list(s, known, what, aliases=None):
     items = [x.strip() for x in s.split(',') if x.strip()]
     items = [(aliases or {}).get(x, x) for x in items]
@@ -217,6 +233,9 @@ def main(argv):
     os.environ['BASELINE_MODULE'] = env.get('BASELINE_MODULE', '') \
         if BASE in backends or BASE_WC in backends else ''
     meta = versions(env)
+    rc, out, err = bench.run_cmd(gluster_cmd(env) + [
+        '--mode=script', 'volume', 'info', bench.volume], 60)
+    meta['volume_layout'] = volume_layout(out if rc == 0 else '')
     meta.update({
         'date': datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC'),
         # (the start of the run)

@@ -65,7 +65,10 @@ WORKLOADS = [
      'requests of S bytes in flight (the profiles 64 KiB x 1, 64 KiB x 8, '
      '1 MiB x 4, 1 MiB x 16, 4 MiB x 4: S x N), reading lease_size bytes; '
      'every byte checked against smb2q\'s pattern; timed from the first '
-     'READ to the last response. "warm" and "cold" as for seqread. gfapi: '
+     'READ to the last response. On the volume one such file per brick '
+     '(replica set), another brick\'s at each repetition, in turn '
+     '(results.md\'s Per brick section). "warm" and "cold" as for '
+     'seqread. gfapi: '
      'the ceiling, fio\'s gfapi_async engine at the same request size and '
      'depth on its own crc32c-verified file.'),
     ('pipelined',
@@ -96,7 +99,12 @@ WORKLOADS = [
      'onto the share): `smbclient` `put` of a pattern file in /dev/shm '
      '(made once per run, the size of the pipelined read), as two rows: to '
      'a new name, and over an existing file of the same size (written '
-     'through the backend\'s own path before the put, untimed) '
+     'through the backend\'s own path before the put, untimed); on the '
+     'volume one file per brick (per replica set), its name chosen '
+     'through the FUSE mount\'s trusted.glusterfs.pathinfo, put one '
+     'after the other in one smbclient session, the row\'s figure the '
+     'median over the bricks and results.md\'s Per brick section each '
+     'brick\'s figure and the slowest brick '
      '(smbclient keeps a 16 MiB window of writes of the server\'s maximum '
      'size in flight: two of 8 MiB with smbd\'s default); '
      'timed from the start of the put to its end, close included (marks '
@@ -112,7 +120,9 @@ WORKLOADS = [
      'last response (CLOSE not included; the lease holder\'s queued '
      'writes reach the bricks by the CLOSE); the no-lease counterpart is '
      'seqwrite. The file is then checked through the backend\'s own path '
-     '(sha256 against smb2q\'s). Shows the write cache on gf2-wc '
+     '(sha256 against smb2q\'s). On the volume the file\'s name lands '
+     'on another brick (replica set) at each repetition, in turn '
+     '(results.md\'s Per brick section). Shows the write cache on gf2-wc '
      '(glusterfs2:write cache = yes); every other share just holds the '
      'lease. No gfapi equivalent.'),
     ('manywriters',

@@ -24,6 +24,15 @@ def smb2q_pattern(seed):
     return mod.Pattern(seed)
 
 
+def inside_path(bench, path):
+    """A brick directory as the bricks' own host names it (without the
+    platform's root in front)."""
+    root = platform_root({'PLATFORM_ROOT': getattr(bench, 'proot', '')})
+    if root and path.startswith(root + '/'):
+        return path[len(root):]
+    return path
+
+
 class Data:
     """Mixin of Bench: the data set, the bricks, the cache state."""
 
@@ -35,6 +44,57 @@ class Data:
     def backend_root(self, backend):
         r = self.roots()
         return r['local'] if backend == 'local' else r['volume']
+
+    def brick_label(self, path):
+        """Which bricks hold path, from its trusted.glusterfs.pathinfo
+        through the FUSE mount: 'b1', or 'b1+b2+b3' for a replica set
+        (the bricks numbered as in BRICK_DIRS); None if not known."""
+        try:
+            info = os.getxattr(path, 'trusted.glusterfs.pathinfo')
+        except OSError:
+            return None
+        info = info.decode('utf-8', 'replace')
+        held = ['b%d' % (i + 1) for i, b in enumerate(self.bricks)
+                if '%s/' % inside_path(self, b) in info]
+        return '+'.join(held) or None
+
+    def brick_names(self, d, prefix):
+        """[(brick label, name)]: one name per brick (per replica set) of
+        the volume for a new file in directory d (a FUSE path), in the
+        order of BRICK_DIRS.  DHT hashes a name within its directory's
+        layout, so a name is chosen by creating it through the FUSE mount,
+        reading where it landed and removing it again.  Names already
+        chosen for (d, prefix) are kept for the run; a name that exists
+        already is not touched, only asked where it is."""
+        key = (d, prefix)
+        cache = self.__dict__.setdefault('_brick_names', {})
+        if key in cache:
+            return cache[key]
+        found = {}
+        for i in range(200):
+            name = '%s-%03d.dat' % (prefix, i)
+            path = os.path.join(d, name)
+            if os.path.exists(path):
+                # made by an earlier run the same way: where it is
+                label = self.brick_label(path)
+            else:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o644)
+                os.close(fd)
+                try:
+                    label = self.brick_label(path)
+                finally:
+                    os.unlink(path)
+            if label is not None and label not in found:
+                found[label] = name
+            if sum(len(k.split('+')) for k in found) >= len(self.bricks):
+                break
+        out = sorted(found.items(),
+                     key=lambda kv: int(kv[0].split('+')[0][1:]))
+        if not out:
+            out = [(None, '%s.dat' % prefix)]
+        cache[key] = out
+        return out
 
     def ensure_file(self, path, size, seed):
         if os.path.exists(path):
@@ -74,6 +134,18 @@ class Data:
     def lr_name(self):
         return 'lr-%s.dat' % size_tag(self.cfg.lease_size)
 
+    def lr_names(self, root):
+        """leaseread's files under root: on the volume one per brick
+        (replica set), [(label, name)] names only here"""
+        if root == self.roots()['local']:
+            return [self.lr_name()]
+        return [n for _, n in self.lr_brick_names()]
+
+    def lr_brick_names(self):
+        """[(brick label, name)] of leaseread's files on the volume"""
+        return self.brick_names(self.roots()['volume'],
+                                'lr-%s' % size_tag(self.cfg.lease_size))
+
     def ensure_lease_file(self, path, size):
         """leaseread's file: smb2q's pattern (LR_SEED), written here;
         checked at its ends and middle when already there (smb2q checks
@@ -93,10 +165,12 @@ class Data:
             pass
         self.note('creating %s (%s, smb2q pattern)' % (path,
                                                        human_size(size)))
-        with open(path + '.tmp', 'wb') as f:
+        # written in place, not renamed into place: on the volume a file
+        # renamed keeps its data on the brick its first name hashed to
+        # (a half-written file fails the check above and is made again)
+        with open(path, 'wb') as f:
             for off in range(0, size, 4 * MiB):
                 f.write(pat.generate(off, min(4 * MiB, size - off)))
-        os.rename(path + '.tmp', path)
 
     def fio_name(self):
         return 'fio-%s.dat' % size_tag(self.cfg.seq_size)
@@ -117,8 +191,9 @@ class Data:
                 self.ensure_file(os.path.join(root, self.seq_name()),
                                  cfg.seq_size, self.seq_seed())
             if 'leaseread' in workloads:
-                self.ensure_lease_file(os.path.join(root, self.lr_name()),
-                                       cfg.lease_size)
+                for name in self.lr_names(root):
+                    self.ensure_lease_file(os.path.join(root, name),
+                                           cfg.lease_size)
             if 'multiclient' in workloads:
                 for i in range(cfg.mc_clients):
                     self.ensure_file(os.path.join(

@@ -48,7 +48,7 @@ def summarize(records, backends):
         b = by[key]['backends'].setdefault(r['backend'], {
             'values': [], 'p50': [], 'p99': [], 'runs': 0, 'ok': 0,
             'errors': [], 'rss': [], 'smbd_cpu': [], 'brick_cpu': [],
-            'client_cpu': []})
+            'client_cpu': [], 'per_brick': {}})
         b['runs'] += 1
         if r['ok'] and r['value'] is not None:
             b['ok'] += 1
@@ -62,6 +62,9 @@ def summarize(records, backends):
             if r['lat_p50_us']:
                 b['p50'].append(r['lat_p50_us'])
                 b['p99'].append(r['lat_p99_us'])
+            for lab, v in r['raw'].get('per_brick_mbps', {}).items():
+                if r['metric'] == 'mbps':
+                    b['per_brick'].setdefault(lab, []).append(v)
             if 'smbd_rss_mib' in r['raw'] and r['metric'] != 'smbd_rss_mib':
                 b['rss'].append(r['raw']['smbd_rss_mib'])
         elif r['error']:
@@ -80,6 +83,14 @@ def summarize(records, backends):
             b['brick_cpu_median'] = median(b['brick_cpu'])
             b['client_cpu_median'] = median(b.get('client_cpu', []))
             b['checked'] = b['ok'] == b['runs'] and b['runs'] > 0
+            # rows over every brick: each brick's median, the slowest
+            pb = {lab: median(v) for lab, v in b['per_brick'].items()}
+            b['per_brick_median'] = pb
+            if pb:
+                slow = min(pb, key=pb.get)
+                b['slowest_brick'] = slow
+                b['slowest_brick_median'] = pb[slow]
+                b['slowest_over_fastest'] = pb[slow] / max(pb.values())
         # ratios_by[A][B] > 1: A is better than B (faster; fewer seconds or
         # MiB); cpu_ratios_by[A][B] > 1: A's smbd uses less CPU per GiB
         s['ratios_by'] = {}
@@ -170,11 +181,12 @@ def write_markdown(path, meta, summary, backends, cfg):
     else:
         where = 'smbd and clients on loopback'
     L.append('Machine: %s, %d cores, %s GiB RAM, %s, kernel %s; Samba %s, '
-             'GlusterFS %s; volume %s (2-brick distribute, bricks on the '
+             'GlusterFS %s; volume %s (%s, bricks on the '
              'local disk), %s.' % (
                  meta['host'], meta['cores'], meta['mem_gib'], meta['os'],
                  meta['kernel'], meta['samba'], meta['gluster'],
-                 meta['volume'], where))
+                 meta['volume'],
+                 meta.get('volume_layout') or '2-brick distribute', where))
     L.append('')
     L.append('Volume options: %s.' % (
         'gluster\'s defaults plus server.allow-insecure=on, with ' +
@@ -371,6 +383,7 @@ def write_markdown(path, meta, summary, backends, cfg):
         for b, e in errs[:4]:
             L.append('')
             L.append('- %s failed: %s' % (b, e))
+    L += per_brick_section(summary, backends)
     L.append('')
     L.append('## Sizes')
     L.append('')
@@ -380,6 +393,40 @@ def write_markdown(path, meta, summary, backends, cfg):
     L.append('```')
     with open(path, 'w') as f:
         f.write('\n'.join(L) + '\n')
+
+
+def per_brick_section(summary, backends):
+    """Rows written to one name per brick (replica set): each brick's
+    median, the median over bricks (the row's figure) and the slowest
+    brick, with its ratio to the fastest."""
+    rows = []
+    labels = []
+    for s in summary:
+        for b in backends:
+            pb = s['backends'].get(b, {}).get('per_brick_median')
+            if pb:
+                labels += [lab for lab in pb if lab not in labels]
+                rows.append((s, b, pb))
+    if not rows:
+        return []
+    L = ['', '## Per brick', '',
+         'Rows over every brick (every replica set): each pipewrite '
+         'repetition put one file to a name on every brick (the row\'s '
+         'figure above is the median over the bricks); leaseread read and '
+         'leasewrite wrote a file on another brick at each repetition, in '
+         'turn.  MB/s, '
+         'each brick\'s median over the repetitions.', '',
+         '| row | backend | %s | median over bricks | slowest brick | '
+         'slowest / fastest |' % ' | '.join(labels),
+         '| --- | --- |%s ---: | --- | ---: |' % (' ---: |' * len(labels))]
+    for s, b, pb in rows:
+        bb = s['backends'][b]
+        L.append('| %s | %s | %s | %.0f | %s | %.2f |' % (
+            s['variant'], b, ' | '.join('%.0f' % pb[lab] if lab in pb
+                                        else '-' for lab in labels),
+            median(list(pb.values())), bb['slowest_brick'],
+            bb['slowest_over_fastest']))
+    return L
 
 
 def prefetch_compare_section(summary, backends):
@@ -439,10 +486,13 @@ def write_csv(path, records):
         w.writerow(['workload', 'variant', 'backend', 'rep', 'ok', 'metric',
                     'unit', 'value', 'lat_p50_us', 'lat_p99_us',
                     'checked_bytes', 'error', 'smbd_cpu_s_per_gib',
-                    'brick_cpu_s_per_gib'])
+                    'brick_cpu_s_per_gib', 'slowest_brick',
+                    'slowest_brick_value'])
         for r in records:
             w.writerow([r['workload'], r['variant'], r['backend'], r['rep'],
                         int(r['ok']), r['metric'], r['unit'], r['value'],
                         r['lat_p50_us'], r['lat_p99_us'], r['checked_bytes'],
                         r['error'] or '', r['smbd_cpu_s_per_gib'],
-                        r['brick_cpu_s_per_gib']])
+                        r['brick_cpu_s_per_gib'],
+                        r['raw'].get('slowest_brick', ''),
+                        r['raw'].get('slowest_mbps', '')])

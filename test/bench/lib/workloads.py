@@ -200,7 +200,9 @@ class Workloads:
 
     def w_leaseread(self, backend, bs, depth, cache):
         """smb2q --lease read of the lease file (every byte checked by
-        smb2q); gfapi: fio gfapi_async at the same size and depth"""
+        smb2q); on the volume another brick's (replica set's) file at each
+        repetition, in turn; gfapi: fio gfapi_async at the same size and
+        depth"""
         cfg = self.cfg
         if backend == 'gfapi':
             if cache == 'cold':
@@ -211,25 +213,50 @@ class Workloads:
                             min(cfg.lease_size, cfg.seq_size),
                             DATADIR + '/' + self.fio_name(),
                             engine='gfapi_async', iodepth=depth)
+        name = self.lr_name()
+        label = None
+        if backend != 'local':
+            # another brick's (replica set's) file at each repetition
+            names = self.lr_brick_names()
+            calls = self.__dict__.setdefault('_lr_calls', {})
+            k = calls.get((backend, bs, depth, cache), 0)
+            calls[(backend, bs, depth, cache)] = k + 1
+            label, name = names[k % len(names)]
         if cache == 'cold':
             self.drop_caches()
         else:
-            self.warm(self.lr_name())
-        res = self.smb2q('read', backend, self.lr_name(), cfg.lease_size,
+            self.warm(name)
+        res = self.smb2q('read', backend, name, cfg.lease_size,
                          bs, depth, LR_SEED)
         if res['ok']:
             # smb2q fails on any byte that differs from its pattern
             res['checked_bytes'] = cfg.lease_size
+            if label is not None and res.get('mbps'):
+                res['brick'] = label
+                res['per_brick_mbps'] = {label: res['mbps']}
         return res
 
     def w_leasewrite(self, backend, bs, depth):
         """smb2q --lease write of lease_size bytes; the file then hashed
-        through the backend's own path and compared."""
+        through the backend's own path and compared.  On the volume the
+        name lands on another brick (replica set) at each repetition, in
+        turn (brick, per_brick_mbps: results.md's Per brick section)."""
         import hashlib
         cfg = self.cfg
         name = 'lw-%s.dat' % backend
+        label = None
+        if backend != 'local':
+            names = self.brick_names(self.backend_root(backend),
+                                     'lw-%s' % backend)
+            calls = self.__dict__.setdefault('_lw_calls', {})
+            k = calls.get((backend, bs, depth), 0)
+            calls[(backend, bs, depth)] = k + 1
+            label, name = names[k % len(names)]
         res = self.smb2q('write', backend, name, cfg.lease_size, bs, depth,
                          7000 + bs // KiB)
+        if label is not None and res.get('ok') and res.get('mbps'):
+            res['brick'] = label
+            res['per_brick_mbps'] = {label: res['mbps']}
         path = os.path.join(self.backend_root(backend), name)
         h = hashlib.sha256()
         try:
@@ -314,20 +341,38 @@ class Workloads:
         return res
 
     def w_pipewrite(self, backend, existing=False):
-        """smbclient put of the pattern file in /dev/shm (Data.prepare),
-        timed by `patfile now` marks before and after it; then the file
-        checked (every byte) through the backend's own path, and deleted.
-        existing: put over a file of the same size and another pattern,
-        written through the backend's own path before (untimed)."""
+        """smbclient put of the pattern file in /dev/shm (Data.prepare)
+        to one name on every brick (every replica set) of the volume, in
+        one smbclient session, each put timed by `patfile now` marks
+        before and after it; then every file checked (every byte) through
+        the backend's own path, and deleted.  mbps: the median over the
+        bricks (one put on a local share); per_brick_mbps, slowest_brick
+        and slowest_mbps: each brick's put.  existing: put over files of
+        the same size and another pattern, written through the backend's
+        own path before (untimed).  The brick put first rotates with
+        each repetition."""
         cfg = self.cfg
         size = cfg.pw_size
-        name = 'pw-%s.dat' % backend
-        dst = os.path.join(self.backend_root(backend), name)
-        if os.path.exists(dst):
-            os.unlink(dst)
+        root = self.backend_root(backend)
+        if backend == 'local':
+            names = [(None, 'pw-%s.dat' % backend)]
+        else:
+            names = self.brick_names(root, 'pw-%s' % backend)
+            # the brick put first in the session rotates from one
+            # repetition to the next: order is not confounded with brick
+            calls = self.__dict__.setdefault('_pw_calls', {})
+            k = calls.get((backend, existing), 0)
+            calls[(backend, existing)] = k + 1
+            k %= len(names)
+            names = names[k:] + names[:k]
+        dsts = [os.path.join(root, n) for _, n in names]
+        for dst in dsts:
+            if os.path.exists(dst):
+                os.unlink(dst)
         if existing:
-            self.patfile('make', dst, size, PW_SEED + 1)
-            os.chmod(dst, 0o666)        # smbd's user overwrites it
+            for dst in dsts:
+                self.patfile('make', dst, size, PW_SEED + 1)
+                os.chmod(dst, 0o666)    # smbd's user overwrites it
             subprocess.run(['sync'])
         marks = os.path.join(self.tmp, 'pw.marks')
         if os.path.exists(marks):
@@ -337,9 +382,10 @@ class Workloads:
         # CpuSampler a sample of the serving smbd before t_start and one
         # after t_end.
         mark = '!%s now >> %s' % (os.path.join(BIN, 'patfile'), marks)
-        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark,
-                'put %s %s' % (self.pw_src, name), mark,
-                '!sleep %g' % CPU_LINGER]
+        cmds = ['cd %s' % DATADIR, '!sleep %g' % CPU_LINGER, mark]
+        for _, n in names:
+            cmds += ['put %s %s' % (self.pw_src, n), mark]
+        cmds.append('!sleep %g' % CPU_LINGER)
         cmdfile = os.path.join(self.tmp, 'pw.cmds')
         with open(cmdfile, 'w') as f:
             f.write('\n'.join(cmds) + '\n')
@@ -347,6 +393,7 @@ class Workloads:
         self.note('+ ' + ' '.join(cmd) + ' < ' + cmdfile + ': ' +
                   '; '.join(cmds))
         outf = os.path.join(self.tmp, 'pw.out')
+        want = len(names) + 1
         try:
             with open(outf, 'w') as o, open(cmdfile) as i:
                 cli = subprocess.Popen(cmd, stdin=i, stdout=o,
@@ -355,11 +402,11 @@ class Workloads:
                     self.cpu.add_client(cli.pid)
                 # (not waiting for its exit: the stock module's tree
                 # disconnect takes ~10 s; stop_client)
-                deadline = now() + 300
+                deadline = now() + 300 * len(names)
                 while now() < deadline and cli.poll() is None:
                     try:
                         with open(marks) as f:
-                            if len(f.read().split()) >= 2:
+                            if len(f.read().split()) >= want:
                                 break
                     except OSError:
                         pass
@@ -373,44 +420,64 @@ class Workloads:
                     t = [float(x) for x in f.read().split()]
             except (OSError, ValueError):
                 t = []
-            if len(t) < 2 or t[1] <= t[0]:
+            if len(t) < want or any(t[k + 1] <= t[k]
+                                    for k in range(len(t) - 1)):
                 return {'ok': False, 'error': 'smbclient did not finish '
-                        'the put (%d of 2 marks): %s' % (
-                            len(t), text.strip()[-300:])}
+                        'the puts (%d of %d marks): %s' % (
+                            len(t), want, text.strip()[-300:])}
             if 'NT_STATUS_' in text:
                 m = re.search(r'.*NT_STATUS_\w+.*', text)
                 return {'ok': False, 'error': 'smbclient: ' +
                         m.group(0).strip()}
-            secs = t[1] - t[0]
-            res = {'ok': True, 'bytes': size, 'seconds': secs,
-                   'mbps': size / secs / 1e6, 't_start': t[0],
-                   't_end': t[1], 'checked_bytes': 0,
-                   'checked_via': dst}
-            # the old file was written through the same path: its pages
-            # may still be in the page cache (a FUSE mount keeps them
-            # until it sees the file change), so drop them first
-            try:
-                fd = os.open(dst, os.O_RDONLY)
+            per = [size / (t[k + 1] - t[k]) / 1e6
+                   for k in range(len(names))]
+            srt = sorted(per)
+            mid = len(srt) // 2
+            med = srt[mid] if len(srt) % 2 else (srt[mid - 1] +
+                                                 srt[mid]) / 2
+            k_slow = per.index(srt[0])
+            secs = t[-1] - t[0]
+            res = {'ok': True, 'bytes': size * len(names), 'seconds': secs,
+                   'mbps': med, 't_start': t[0], 't_end': t[-1],
+                   'checked_bytes': 0, 'checked_via': dsts[0],
+                   'checked_paths': dsts}
+            if names[0][0] is not None:
+                res.update(per_brick_mbps={names[k][0]: per[k]
+                                           for k in range(len(names))},
+                           per_brick_names={lab: n for lab, n in names},
+                           brick_order=[lab for lab, _ in names],
+                           slowest_brick=names[k_slow][0],
+                           slowest_mbps=per[k_slow])
+            for dst in dsts:
+                # the old file was written through the same path: its
+                # pages may still be in the page cache (a FUSE mount
+                # keeps them until it sees the file change), so drop
+                # them first
                 try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
-            except OSError:
-                pass
-            rc, out, _ = self.patfile('check', dst, size, PW_SEED, 'all')
-            if rc != 0:
-                try:
-                    err = json.loads(out).get('error')
-                except ValueError:
-                    err = out.strip()[-300:]
-                res.update(ok=False, error='written file: %s' % err)
-            else:
-                res['checked_bytes'] = size
+                    fd = os.open(dst, os.O_RDONLY)
+                    try:
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    finally:
+                        os.close(fd)
+                except OSError:
+                    pass
+                rc, out, _ = self.patfile('check', dst, size, PW_SEED,
+                                          'all')
+                if rc != 0:
+                    try:
+                        err = json.loads(out).get('error')
+                    except ValueError:
+                        err = out.strip()[-300:]
+                    res.update(ok=False, error='written file %s: %s' % (
+                        os.path.basename(dst), err))
+                    break
+                res['checked_bytes'] += size
             self.note('  ' + json.dumps(res))
             return res
         finally:
-            if os.path.exists(dst):
-                os.unlink(dst)
+            for dst in dsts:
+                if os.path.exists(dst):
+                    os.unlink(dst)
             subprocess.run(['sync'])
 
     def w_smallfiles(self, backend):
