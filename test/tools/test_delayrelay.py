@@ -122,3 +122,87 @@ def test_added_round_trip(tools, procs):
             'round trip)' % (want, got, added[port])
         assert abs(best - want) <= 0.1 * want, what
         assert abs(got - want) <= max(0.1 * want, 60.0), what
+
+
+def _pump(sock, seed, nbytes, result, key):
+    """send nbytes of a seeded pseudo-random stream, then half-close"""
+    rnd = random.Random(seed)
+    h = hashlib.sha256()
+    left = nbytes
+    while left:
+        block = rnd.randbytes(min(left, 1 << 20))
+        h.update(block)
+        sock.sendall(block)
+        left -= len(block)
+    sock.shutdown(socket.SHUT_WR)
+    result[key] = h.hexdigest()
+
+
+def _drain(sock, result, key):
+    """read to the end of the stream: its sha256 and length"""
+    h = hashlib.sha256()
+    n = 0
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    while True:
+        got = sock.recv_into(buf)
+        if got == 0:
+            break
+        h.update(view[:got])
+        n += got
+    result[key] = (h.hexdigest(), n)
+
+
+def _vm_kib(pid, key):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith(key + ':'):
+                return int(line.split()[1])
+    return 0
+
+
+def test_gib_both_ways(tools, procs):
+    size = 1 << 30
+    lsock = socket.socket()
+    lsock.bind(('127.0.0.1', 0))
+    lsock.listen(1)
+    relay, port = procs.relay(tools, 1.0, lsock.getsockname()[1],
+                              '--max-queue', str(256 * 1024))
+    client = socket.create_connection(('127.0.0.1', port))
+    server, _ = lsock.accept()
+    lsock.close()
+    result = {}
+    threads = [
+        threading.Thread(target=_pump, args=(client, 1, size, result, 'c')),
+        threading.Thread(target=_pump, args=(server, 2, size, result, 's')),
+        threading.Thread(target=_drain, args=(server, result, 'at_s')),
+        threading.Thread(target=_drain, args=(client, result, 'at_c')),
+    ]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+        assert not t.is_alive(), 'transfer did not finish in 240 s'
+    took = time.monotonic() - t0
+    hwm = _vm_kib(relay.pid, 'VmHWM')
+    client.close()
+    server.close()
+    print('2 x 1 GiB in %.1f s; relay peak RSS %d KiB' % (took, hwm))
+    assert result['at_s'] == (result['c'], size), \
+        'client to server: sent sha256 %s, received %r' % (
+            result['c'], result['at_s'])
+    assert result['at_c'] == (result['s'], size), \
+        'server to client: sent sha256 %s, received %r' % (
+            result['s'], result['at_c'])
+    # two queues of 256 KiB, chunks of at most 64 KiB: far below this
+    assert hwm < 32 * 1024, 'relay peak RSS %d KiB' % hwm
+
+
+def test_sigterm(tools, procs):
+    target = free_port()
+    relay, port = procs.relay(tools, 1.0, target)
+    relay.send_signal(signal.SIGTERM)
+    assert relay.wait(timeout=5) == 0
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(('127.0.0.1', port), timeout=5)
