@@ -1,5 +1,6 @@
 """What the tests of the Debian package and of foreign module builds
-share: a command runner, smbd's modules directory, and PackageRoot, a
+share: a command runner, the newest time of a build's inputs, smbd's
+modules directory, and PackageRoot, a
 mount namespace whose /usr and /var are overlays of the machine's, so
 that what dpkg installs or a test copies into MODULESDIR there is never
 seen by the machine's smbds (test_package.py, test_samba_release_guard.py).
@@ -16,6 +17,26 @@ def run(cmd, timeout=300, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True,
                           errors='replace', timeout=timeout, **kw)
+
+
+def newest_mtime(top, names, prune_dirs=(), skip_file=None):
+    """The newest modification time of the files under top/NAME for each
+    of names (files or folders), leaving out folders named in prune_dirs
+    and the files skip_file(root, name) is true for: whether a build made
+    from them is stale."""
+    newest = 0.0
+    for name in names:
+        path = os.path.join(top, name)
+        if os.path.isfile(path):
+            newest = max(newest, os.path.getmtime(path))
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if d not in prune_dirs]
+            for f in files:
+                if skip_file is not None and skip_file(root, f):
+                    continue
+                newest = max(newest, os.path.getmtime(os.path.join(root, f)))
+    return newest
 
 
 def modulesdir():

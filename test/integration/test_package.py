@@ -56,7 +56,7 @@ import uuid
 import pytest
 
 from conftest import TOP, Smb, sha256
-from gf2_package import PackageRoot, modulesdir, run
+from gf2_package import PackageRoot, modulesdir, newest_mtime, run
 from gf2_private_smbd import PrivateSmbd, private_port, parse_smb_conf
 
 PKG = 'samba-vfs-glusterfs2'
@@ -68,24 +68,14 @@ PKG_INPUTS = ('source', 'include', 'wscript', 'waf', 'scripts', 'debian',
 
 
 def newest_input_mtime():
-    newest = 0.0
-    for name in PKG_INPUTS:
-        path = os.path.join(TOP, name)
-        if os.path.isfile(path):
-            newest = max(newest, os.path.getmtime(path))
-            continue
-        for root, dirs, files in os.walk(path):
-            # debian/'s build products are not inputs
-            dirs[:] = [d for d in dirs if d not in (
-                'wafbuild', '.debhelper', PKG, '__pycache__')]
-            for f in files:
-                if root == os.path.join(TOP, 'debian') and (
-                        f in ('files', 'samba-tree', 'samba.vars',
-                              'debhelper-build-stamp') or
-                        f.endswith(('.substvars', '.log'))):
-                    continue
-                newest = max(newest, os.path.getmtime(os.path.join(root, f)))
-    return newest
+    # debian/'s build products are not inputs
+    def product(root, f):
+        return root == os.path.join(TOP, 'debian') and (
+            f in ('files', 'samba-tree', 'samba.vars',
+                  'debhelper-build-stamp') or
+            f.endswith(('.substvars', '.log')))
+    return newest_mtime(TOP, PKG_INPUTS, prune_dirs=(
+        'wafbuild', '.debhelper', PKG, '__pycache__'), skip_file=product)
 
 
 def dpkg_status(pkg):

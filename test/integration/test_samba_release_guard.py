@@ -36,7 +36,7 @@ import pytest
 
 from conftest import TOP, sha256
 from gf2_private_smbd import PrivateSmbd, private_port
-from gf2_package import PackageRoot, modulesdir, run
+from gf2_package import PackageRoot, modulesdir, newest_mtime, run
 
 import gf2_smb2
 from impacket import smb3
@@ -52,19 +52,6 @@ def smbd_version():
     m = re.search(r'Version\s+(\d+)\.(\d+)\.(\d+)', out)
     assert m, 'cannot read smbd -V: %s' % out
     return tuple(int(x) for x in m.groups())
-
-
-def newest_input():
-    newest = 0.0
-    for name in INPUTS:
-        path = os.path.join(TOP, name)
-        if os.path.isfile(path):
-            newest = max(newest, os.path.getmtime(path))
-            continue
-        for root, _dirs, files in os.walk(path):
-            for f in files:
-                newest = max(newest, os.path.getmtime(os.path.join(root, f)))
-    return newest
 
 
 def samba_tree():
@@ -83,7 +70,7 @@ def build_other_series(claim):
         with open(stamp) as f:
             current = f.read().strip()
     if os.path.exists(so) and current == claim and \
-            os.path.getmtime(so) > newest_input():
+            os.path.getmtime(so) > newest_mtime(TOP, INPUTS):
         return so, 'reused'
     t0 = time.time()
     waf = os.path.join(TOP, 'waf')
