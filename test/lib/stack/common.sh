@@ -23,6 +23,7 @@ GROUP=gf2group
 DEFAULT_PORT=${GF2_STACK_PORT:-4450}
 VOL_DIST=${GF2_STACK_VOLUME:-gf2test}
 VOL_REP3=${GF2_STACK_VOLUME_REP3:-gf2rep3}
+VOL_DREP3=${GF2_STACK_VOLUME_DREP3:-gf2drep3}
 SHARES="glusterfs2 glusterfs fuse local glusterfs2-noprefetch"
 # The module the [glusterfs2] shares load (GF2_STACK_MODULE=NAME: a checkout
 # configured with `./waf configure --module-name=NAME` serves its own build
@@ -36,7 +37,7 @@ esac
 ASAN_MODULE=${MODULE}_asan
 ASAN_REPORTS=$STACK/asan-reports
 SANITIZERS=$ROOT/test/asan/sanitizers.py
-OUR_VOLUMES="$VOL_DIST $VOL_REP3"
+OUR_VOLUMES="$VOL_DIST $VOL_REP3 $VOL_DREP3"
 SMB_HOST=127.0.0.1
 # Addresses smbd listens on besides 127.0.0.1 (GF2_STACK_LISTEN): the
 # stack inside a test platform (test/stack up --platform NAME) also

@@ -138,7 +138,7 @@ ensure_glusterd() {
 	fi
 }
 
-ensure_volume() { # VOL NBRICKS REPLICA(0|1)
+ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
 	local vol=$1 n=$2 rep=$3 host i want have vid b path recreate=0
 	host=$(host_name)
 	local bricks=()
@@ -174,12 +174,15 @@ ensure_volume() { # VOL NBRICKS REPLICA(0|1)
 
 	if ! volume_exists "$vol"; then
 		local kind=distribute
-		if [ "$rep" = 1 ]; then kind="replica $n"; fi
+		if [ "$rep" -gt 0 ] && [ "$n" = "$rep" ]; then kind="replica $n"; fi
+		if [ "$rep" -gt 0 ] && [ "$n" != "$rep" ]; then
+			kind="distributed-replicate $((n / rep)) x $rep"
+		fi
 		log "creating volume $vol ($kind, $n bricks)"
 		rm -rf "${BRICKROOT:?}/$vol"
 		for b in "${bricks[@]}"; do mkdir -p "${b#*:}"; done
-		if [ "$rep" = 1 ]; then
-			gl volume create "$vol" replica "$n" "${bricks[@]}" force >/dev/null ||
+		if [ "$rep" -gt 0 ]; then
+			gl volume create "$vol" replica "$rep" "${bricks[@]}" force >/dev/null ||
 				die "gluster volume create $vol failed"
 		else
 			gl volume create "$vol" "${bricks[@]}" force >/dev/null ||

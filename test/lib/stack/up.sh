@@ -13,6 +13,7 @@ cmd_up() {
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--replica3) replica=1 ;;
+		--dist-replica3) replica=2 ;;
 		--asan) asan=1 ;;
 		--port)
 			[ $# -ge 2 ] || die "--port needs a value"
@@ -39,7 +40,7 @@ cmd_up() {
 			shift
 			;;
 		--rtt=*) rtt=${1#--rtt=} ;;
-		*) die "up: unknown option '$1' (usage: test/stack up [--replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME] [--smbd-prefix DIR] [--rtt MS])" ;;
+		*) die "up: unknown option '$1' (usage: test/stack up [--replica3 | --dist-replica3] [--port N] [--no-build] [--asan] [--baseline-module NAME] [--smbd-prefix DIR] [--rtt MS])" ;;
 		esac
 		shift
 	done
@@ -63,7 +64,9 @@ cmd_up() {
 	need_root
 	use_smbd_prefix "$prefix"
 	local vol=$VOL_DIST n=2
-	if [ "$replica" = 1 ]; then vol=$VOL_REP3 n=3; fi
+	local repcount=0
+	if [ "$replica" = 1 ]; then vol=$VOL_REP3 n=3 repcount=3; fi
+	if [ "$replica" = 2 ]; then vol=$VOL_DREP3 n=6 repcount=3; fi
 
 	mkdir -p "$STACK"
 	chmod 755 "$STACK"
@@ -112,7 +115,7 @@ cmd_up() {
 			rm -rf "${BRICKROOT:?}/$other"
 		fi
 	done
-	ensure_volume "$vol" "$n" "$replica"
+	ensure_volume "$vol" "$n" "$repcount"
 	state_set GLUSTER_VOLUME "$vol"
 	state_set BRICK_DIRS "$(for ((i = 1; i <= n; i++)); do printf '%s ' "$BRICKROOT/$vol/b$i"; done | sed 's/ $//')"
 
