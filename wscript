@@ -97,6 +97,7 @@ MODULE_SOURCES = [
     'source/gf2_write.c',
     # VFS glue
     'source/gf2_config.c',
+    'source/gf2_paths.c',
     'source/gf2_handles.c',
     'source/gf2_dir.c',
     'source/gf2_metaops.c',
