@@ -39,7 +39,8 @@ struct gf2_pf_config {
 void gf2_pf_set_cap(uint64_t cap);
 /*
  * The one memory budget of the process, shared with the write cache
- * (gf2_wcache.c): what is left, and bytes taken and given back.
+ * (gf2_wcache.c, gf2_wcdrain.c): what is left, and bytes taken and given
+ * back.
  */
 uint64_t gf2_pf_mem_avail(void);
 void gf2_pf_mem_take(uint64_t n);
