@@ -51,9 +51,24 @@ struct gf2_handle {
 	bool nofollow;
 };
 
-struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle);
-struct gf2_handle *gf2_handle_of(struct vfs_handle_struct *handle,
-				 const struct files_struct *fsp);
+/*
+ * The connection and the handle of a call: inline, so that every entry
+ * of the glue goes from smbd's call straight down to what serves it.
+ */
+static inline struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle)
+{
+	struct gf2_conn *c = NULL;
+
+	SMB_VFS_HANDLE_GET_DATA(handle, c, struct gf2_conn,
+				smb_panic("glusterfs2: no connection data"));
+	return c;
+}
+
+static inline struct gf2_handle *gf2_handle_of(
+	struct vfs_handle_struct *handle, const struct files_struct *fsp)
+{
+	return (struct gf2_handle *)VFS_FETCH_FSP_EXTENSION(handle, fsp);
+}
 /* The glfs_fd of an fsp opened for I/O, or NULL with errno set. */
 glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
 		     const struct files_struct *fsp);

@@ -27,21 +27,6 @@
 /* One fixed block size, so that stat results are stable between calls. */
 #define GF2_BLKSIZE 4096
 
-struct gf2_conn *gf2_conn_of(struct vfs_handle_struct *handle)
-{
-	struct gf2_conn *c = NULL;
-
-	SMB_VFS_HANDLE_GET_DATA(handle, c, struct gf2_conn,
-				smb_panic("glusterfs2: no connection data"));
-	return c;
-}
-
-struct gf2_handle *gf2_handle_of(struct vfs_handle_struct *handle,
-				 const struct files_struct *fsp)
-{
-	return (struct gf2_handle *)VFS_FETCH_FSP_EXTENSION(handle, fsp);
-}
-
 glfs_fd_t *gf2_io_fd(struct vfs_handle_struct *handle,
 		     const struct files_struct *fsp)
 {
