@@ -90,6 +90,8 @@ MODULE_SOURCES = [
     'source/gf2_prefetch.c',
     'source/gf2_meta.c',
     'source/gf2_cache.c',
+    'source/gf2_wcreg.c',
+    'source/gf2_wcdrain.c',
     'source/gf2_wcache.c',
     # engines
     'source/gf2_settle.c',
@@ -97,6 +99,7 @@ MODULE_SOURCES = [
     'source/gf2_write.c',
     # VFS glue
     'source/gf2_config.c',
+    'source/gf2_paths.c',
     'source/gf2_handles.c',
     'source/gf2_dir.c',
     'source/gf2_metaops.c',

@@ -39,7 +39,8 @@ struct gf2_pf_config {
 void gf2_pf_set_cap(uint64_t cap);
 /*
  * The one memory budget of the process, shared with the write cache
- * (gf2_wcache.c): what is left, and bytes taken and given back.
+ * (gf2_wcache.c, gf2_wcdrain.c): what is left, and bytes taken and given
+ * back.
  */
 uint64_t gf2_pf_mem_avail(void);
 void gf2_pf_mem_take(uint64_t n);
@@ -53,6 +54,15 @@ struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id);
  */
 struct gf2_pf_file *gf2_pf_file_find(const struct file_id *id);
 void gf2_pf_file_put(struct gf2_pf_file *pf);
+/*
+ * The prefetch state a handle keeps in *slot, looked up at its first use
+ * and kept there (the handle's reference, put when the handle goes):
+ * with enabled (prefetch on for the share) made if there is none
+ * (gf2_pf_file_get), else only one that another share made
+ * (gf2_pf_file_find).  NULL slot: the handle has no glfs_fd, no state.
+ */
+struct gf2_pf_file *gf2_pf_file_of(struct gf2_pf_file **slot,
+				   const struct file_id *id, bool enabled);
 void gf2_pf_invalidate(struct gf2_pf_file *pf, uint64_t off, uint64_t len);
 /* Drop the prefetched data of every file with this inode (all: of all). */
 void gf2_pf_invalidate_inode(uint64_t ino, bool all);

@@ -24,7 +24,9 @@ struct vfs_handle_struct;
 /* What the glue knows of the file a read is for. */
 struct gf2_read_file {
 	struct gf2_fh *fh;		/* NULL: the read fails (EBADF) */
-	struct gf2_pf_file *pf;		/* its prefetch state, or NULL */
+	struct gf2_pf_file **pf_slot;	/* where the handle keeps its
+					   prefetch state (NULL: none) */
+	const struct file_id *id;	/* the file (fsp's, kept by smbd) */
 	const struct gf2_pf_config *cfg;	/* the share's */
 	const char *volname;		/* NULL: nothing to settle */
 };

@@ -6,10 +6,12 @@
  *
  * The write engine (gf2_write.c) decides whether a write may be cached
  * (the lease state, the option); it and the glue call the sync points.
- * This file keeps the queue's buffers, sends them with the bridge's
- * asynchronous writes, waits for them, and keeps the per-head registry
- * that makes another process's open of the file wait until every
- * acknowledged byte is on the bricks.
+ * Three files implement it: the queue (gf2_wcache.c) keeps the waiting
+ * requests and the gather's buffer; the drain (gf2_wcdrain.c) sends the
+ * gathers with the bridge's asynchronous writes and waits for them; the
+ * registry (gf2_wcreg.c) keeps the per-head entries that make another
+ * process's open of the file wait until every acknowledged byte is on
+ * the bricks.
  */
 
 #ifndef GF2_WCACHE_H

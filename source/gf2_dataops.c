@@ -22,23 +22,16 @@
 #define DBGC_CLASS DBGC_VFS
 
 /*
- * The prefetch state of the file behind fsp, shared by all its handles in
- * this process.  With prefetch off for the share, only one that another
- * share made (its changes must drop what that one prefetched; its reads
- * go to Gluster), else NULL.
+ * Where fsp's handle keeps the prefetch state of its file (shared by all
+ * the file's handles in this process; gf2_pf_file_of looks it up at its
+ * first use): NULL when the handle has no glfs_fd.
  */
-static struct gf2_pf_file *gf2_handle_pf(struct gf2_conn *c,
-					 const struct files_struct *fsp,
-					 struct gf2_handle *h)
+static struct gf2_pf_file **gf2_handle_pf_slot(struct gf2_handle *h)
 {
 	if (h == NULL || h->fh->fd == NULL) {
 		return NULL;
 	}
-	if (h->pf == NULL) {
-		h->pf = c->pf->enabled ? gf2_pf_file_get(&fsp->file_id) :
-					 gf2_pf_file_find(&fsp->file_id);
-	}
-	return h->pf;
+	return &h->pf;
 }
 
 /*
@@ -67,7 +60,8 @@ static void gf2_write_file_of(struct gf2_write_file *f,
 	};
 	gf2_change_of_fsp(&f->change, ref, c, fsp, h, GF2_CHANGE_DATA);
 	if (data) {
-		f->change.pf = gf2_handle_pf(c, fsp, h);
+		f->change.pf = gf2_pf_file_of(gf2_handle_pf_slot(h),
+					      &fsp->file_id, c->pf->enabled);
 	}
 }
 
@@ -107,7 +101,8 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 	struct gf2_handle *h = gf2_handle_of(handle, fsp);
 	struct gf2_read_file f = {
 		.fh = h != NULL ? h->fh : NULL,
-		.pf = gf2_handle_pf(c, fsp, h),
+		.pf_slot = gf2_handle_pf_slot(h),
+		.id = &fsp->file_id,
 		.cfg = c->pf,
 		.volname = c->vol->volname,
 	};

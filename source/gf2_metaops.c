@@ -137,47 +137,6 @@ int gf2_renameat(struct vfs_handle_struct *handle,
 
 /* stat family */
 
-static int gf2_stat_path(struct vfs_handle_struct *handle,
-			 struct smb_filename *smb_fname, bool nofollow)
-{
-	struct gf2_conn *c = gf2_conn_of(handle);
-	char *path = gf2_path(talloc_tos(), c, smb_fname->base_name);
-	struct stat st;
-	int ret;
-
-	if (path == NULL) {
-		return -1;
-	}
-	ret = gf2_lookup(c, path, nofollow, &st);
-	TALLOC_FREE(path);
-	if (ret == 0) {
-		gf2_stat_ex(handle, &smb_fname->st, &st);
-	}
-	return ret;
-}
-
-int gf2_stat(struct vfs_handle_struct *handle,
-	     struct smb_filename *smb_fname)
-{
-	int ret;
-
-	GF2_START_PROFILE(handle, syscall_stat);
-	ret = gf2_stat_path(handle, smb_fname, false);
-	GF2_END_PROFILE(syscall_stat);
-	return ret;
-}
-
-int gf2_lstat(struct vfs_handle_struct *handle,
-	      struct smb_filename *smb_fname)
-{
-	int ret;
-
-	GF2_START_PROFILE(handle, syscall_lstat);
-	ret = gf2_stat_path(handle, smb_fname, true);
-	GF2_END_PROFILE(syscall_lstat);
-	return ret;
-}
-
 int gf2_fstat(struct vfs_handle_struct *handle,
 	      files_struct *fsp, SMB_STRUCT_STAT *sbuf)
 {

@@ -178,6 +178,18 @@ struct gf2_pf_file *gf2_pf_file_get(const struct file_id *id)
 	return pf;
 }
 
+struct gf2_pf_file *gf2_pf_file_of(struct gf2_pf_file **slot,
+				   const struct file_id *id, bool enabled)
+{
+	if (slot == NULL) {
+		return NULL;
+	}
+	if (*slot == NULL) {
+		*slot = enabled ? gf2_pf_file_get(id) : gf2_pf_file_find(id);
+	}
+	return *slot;
+}
+
 void gf2_pf_file_put(struct gf2_pf_file *pf)
 {
 	SMB_ASSERT(pf->refs > 0);

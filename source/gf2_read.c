@@ -9,7 +9,7 @@
  *        |                                                      |
  *        '------------------------------------------------------+
  *                                                               v
- *   gf2_read_start: gf2_rp_route
+ *   gf2_read_start: gf2_pf_file_of (the handle's prefetch state), gf2_rp_route
  *        |-- PREFETCH: gf2_pf_answer --SERVED--> done (from memory)
  *        |                  |--WAIT--> gf2_pf_wait --SERVED--> done
  *        |                  |                      '--MISS--.
@@ -183,8 +183,9 @@ static void gf2_read_start(struct tevent_req *req)
 {
 	struct gf2_read_state *state = tevent_req_data(
 		req, struct gf2_read_state);
-	struct gf2_pf_file *pf = state->f.pf;
 	const struct gf2_pf_config *cfg = state->f.cfg;
+	struct gf2_pf_file *pf = gf2_pf_file_of(state->f.pf_slot, state->f.id,
+						cfg->enabled);
 	struct gf2_rp_read r = {
 		.has_pf = pf != NULL,
 		.enabled = cfg->enabled,

@@ -10,6 +10,12 @@ file includes the project's headers of its own layer and of the layers
 below, never above, that the headers' includes form no cycle, that the
 pure core (the first layer) includes no Samba or gfapi header, and that
 every file's first comment names its layer ("Layer: name.").
+
+It also reads the calls: a function of source/ that another file of
+source/ names is a call from that file to the one that defines it.  No
+file calls a file of a layer above its own, and the calls among the
+files of source/ form no cycle (within a layer too), so that every
+file has a place below its callers.
 """
 
 import glob
@@ -136,3 +142,114 @@ def test_headers_form_no_cycle():
 
     for node in graph:
         visit(node, [])
+
+
+# a function definition: at the start of a line, not static, its body's
+# brace at the start of the next line after the parameters
+DEF_RE = re.compile(r'^(?!static\b)(?:[A-Za-z_][\w \t*]*?[\s*])?'
+                    r'([a-z_]\w*)\(([^;{}]*?)\)[ \t]*\n\{', re.M)
+COMMENT_RE = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+STRING_RE = re.compile(r'"(?:\\.|[^"\\\n])*"')
+WORD_RE = re.compile(r'\b[a-z_]\w*\b')
+
+
+def source_texts():
+    """{stem: text of source/STEM.c without comments and strings}"""
+    texts = {}
+    for path in glob.glob(os.path.join(TOP, 'source', '*.c')):
+        with open(path) as f:
+            text = f.read()
+        texts[stem(path)] = STRING_RE.sub('""', COMMENT_RE.sub(' ', text))
+    return texts
+
+
+def call_graph():
+    """{caller stem: {callee stem: sorted function names}}"""
+    texts = source_texts()
+    defined = {}
+    for name, text in texts.items():
+        for m in DEF_RE.finditer(text):
+            defined.setdefault(m.group(1), name)
+    graph = {}
+    for name, text in texts.items():
+        for word in set(WORD_RE.findall(text)):
+            home = defined.get(word)
+            if home is not None and home != name:
+                graph.setdefault(name, {}).setdefault(home, []).append(word)
+    for callees in graph.values():
+        for funcs in callees.values():
+            funcs.sort()
+    return graph
+
+
+GRAPH = call_graph()
+
+
+def test_the_call_graph_is_read():
+    # the glue reaches the bridge: a reader that finds nothing fails here
+    assert 'gf2_async' in GRAPH.get('gf2_read', {}), GRAPH.get('gf2_read')
+    assert len(GRAPH) >= 15, sorted(GRAPH)
+
+
+def test_calls_go_downwards_only():
+    bad = []
+    for caller, callees in sorted(GRAPH.items()):
+        mine = ORDER.index(LAYER_OF.get(caller, ORDER[-1]))
+        for callee, funcs in sorted(callees.items()):
+            theirs = ORDER.index(LAYER_OF.get(callee, ORDER[-1]))
+            if theirs > mine:
+                bad.append('source/%s.c (%s) calls source/%s.c (%s): %s' % (
+                    caller, ORDER[mine], callee, ORDER[theirs],
+                    ' '.join(funcs)))
+    assert not bad, '\n'.join(bad)
+
+
+def call_cycles():
+    """Every call cycle among source/ files, each as the files in order."""
+    index = {}
+    low = {}
+    stack = []
+    on_stack = set()
+    cycles = []
+
+    def connect(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(GRAPH.get(node, {})):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                cycles.append(sorted(part))
+
+    for node in sorted(set(GRAPH) |
+                       set(c for cs in GRAPH.values() for c in cs)):
+        if node not in index:
+            connect(node)
+    return cycles
+
+
+def test_calls_form_no_cycle():
+    bad = []
+    for part in call_cycles():
+        lines = ['files that call each other in a circle: %s' %
+                 ', '.join('source/%s.c' % p for p in part)]
+        for caller in part:
+            for callee in part:
+                funcs = GRAPH.get(caller, {}).get(callee)
+                if funcs:
+                    lines.append('  source/%s.c -> source/%s.c: %s' % (
+                        caller, callee, ' '.join(funcs)))
+        bad.append('\n'.join(lines))
+    assert not bad, '\n'.join(bad)
