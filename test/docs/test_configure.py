@@ -198,8 +198,8 @@ def test_tree_exports_match_the_installed_smbd(real_tree):
     lists every Samba symbol the module needs that this smbd exports, and
     not the subsystems only modules carry (POSIXACL_XATTR, which the stock
     vfs_glusterfs links in and smbd does not export)."""
-    so = os.path.join(TOP, 'build', 'glusterfs2.so')
-    assert os.path.isfile(so), 'build the checkout first'
+    so = os.path.join(TOP, 'build', _module_name() + '.so')
+    assert os.path.isfile(so), 'build the checkout first (%s)' % so
     listed = set(subprocess.run(
         [os.path.join(TOP, 'scripts', 'samba-tree-exports'), real_tree],
         stdout=subprocess.PIPE, universal_newlines=True,
@@ -219,6 +219,18 @@ def test_tree_exports_match_the_installed_smbd(real_tree):
     assert 'smb_register_vfs' in listed
     assert 'posixacl_xattr_acl_get_fd' not in listed
     assert 'posixacl_xattr_acl_get_fd' not in exported
+
+
+def _module_name():
+    """The module's name as build/ is configured (--module-name: test/stack
+    with GF2_STACK_MODULE=NAME builds NAME.so), glusterfs2 by default."""
+    try:
+        with open(os.path.join(TOP, 'build', 'c4che', '_cache.py')) as f:
+            m = re.search(r"^MODULE_NAME = '([A-Za-z0-9_]+)'$", f.read(),
+                          re.M)
+    except FileNotFoundError:
+        m = None
+    return m.group(1) if m else 'glusterfs2'
 
 
 def _is_libc(name):
