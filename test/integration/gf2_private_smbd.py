@@ -80,7 +80,6 @@ PORT_SLOTS = {
     'searchperm': 27,           # test_search_permission.py
     'wcache-wait': 28,          # test_write_cache.py (two fixtures,
                                 # one at a time)
-    'conns': 29,                # test/bench/conns --private
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'
