@@ -63,6 +63,7 @@ struct gf2_volume_params {
 	const struct gf2_volfile_server *servers;
 	size_t num_servers;
 	bool client_io_threads_off;	/* bypass client-side io-threads */
+	int event_threads;	/* gfapi's epoll threads; 0: the volume's */
 	const char *logfile;	/* NULL: gfapi's default */
 	int loglevel;
 	const char *connectpath;	/* snapshot entry point */

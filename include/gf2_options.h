@@ -139,6 +139,7 @@ struct gf2_share_options {
 	int64_t lock_cache_ms;
 	int64_t lock_check;		/* enum gf2_lock_check */
 	bool client_io_threads;
+	int64_t event_threads;		/* 0: the volume's client.event-threads */
 	bool write_cache;		/* early write acknowledgement under a lease */
 	int64_t wc_max_wait_ms;		/* bound of a wait for queued writes */
 };

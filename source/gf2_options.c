@@ -683,6 +683,8 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	  GF2_LOCK_CHECK_GETLK, 0, 1, gf2_lock_check_names },
 	{ "client io-threads", GF2_OPT_BOOL, GF2_OPT(client_io_threads),
 	  0, 0, 1, NULL },
+	{ "event threads", GF2_OPT_INT, GF2_OPT(event_threads), 0, 0, 32,
+	  NULL },
 	{ "write cache", GF2_OPT_BOOL, GF2_OPT(write_cache), 0, 0, 1, NULL },
 	{ "write cache max wait", GF2_OPT_INT, GF2_OPT(wc_max_wait_ms),
 	  GF2_WC_DEFAULT_MAX_WAIT_MS, 100, 1800 * 1000, NULL },

@@ -246,6 +246,21 @@ static int gf2_volume_set_xlators(glfs_t *fs,
 	 * answering ENOENT (test_samba_group.py).  Bypass it in this
 	 * process's graph; other clients of the volume keep it.
 	 */
+	/*
+	 * gfapi's epoll threads (one process-wide pool, sized by the
+	 * largest event-threads of the protocol/client translators; the
+	 * volume's client.event-threads, 2 by default): each idle smbd
+	 * holds them.  A value here overrides the volume's for this
+	 * process only.
+	 */
+	if (p->event_threads > 0) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%d", p->event_threads);
+		gf2_xlator_option(fs, p->volname, "*-client-*",
+				  "event-threads", n, "set event-threads",
+				  false);
+	}
 	gf2_xlator_option(fs, p->volname, "*-nl-cache", "pass-through",
 			  "true", "bypass nl-cache", false);
 	/* The snapshot entry point (.snaps) appears under the share root. */
@@ -426,10 +441,11 @@ struct gf2_volume *gf2_volume_get(const struct gf2_volume_params *p)
 
 	gf2_format_volfile_servers(p->servers, p->num_servers,
 				   servers, sizeof(servers));
-	key = talloc_asprintf(talloc_tos(), "%s|%s|%s|%d|%s|%d", p->volname,
-			      servers, p->logfile ? p->logfile : "",
-			      p->loglevel, p->connectpath,
-			      (int)p->client_io_threads_off);
+	key = talloc_asprintf(talloc_tos(), "%s|%s|%s|%d|%s|%d|%d",
+			      p->volname, servers,
+			      p->logfile ? p->logfile : "", p->loglevel,
+			      p->connectpath, (int)p->client_io_threads_off,
+			      p->event_threads);
 	if (key == NULL) {
 		errno = ENOMEM;
 		return NULL;

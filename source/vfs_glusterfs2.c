@@ -91,6 +91,7 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	params.loglevel = cfg->o.loglevel;
 	params.connectpath = handle->conn->connectpath;
 	params.client_io_threads_off = !cfg->o.client_io_threads;
+	params.event_threads = (int)cfg->o.event_threads;
 
 	c = talloc_zero(handle->conn, struct gf2_conn);
 	if (c == NULL) {

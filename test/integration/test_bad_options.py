@@ -38,6 +38,8 @@ CASES = [
      'default'),
     ('prefetch', ['', 'maybe', '2', '-1'], 'default'),
     ('client io-threads', ['', 'perhaps'], 'default'),
+    ('event threads', ['', 'abc', '-5', '33', '99999999999999999999999',
+                       '12Q'], 'default'),
     ('write cache', ['', 'perhaps', '2'], 'default'),
     ('prefetch coherence', ['', 'sometimes', 'STRICTER'], 'default'),
     ('lock check', ['', 'sometimes', 'leases'], 'default'),

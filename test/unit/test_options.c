@@ -400,6 +400,7 @@ static void test_share_option_defaults(void **state)
 	assert_int_equal(o.pf_coherence, GF2_COHERENCE_AGE);
 	assert_int_equal(o.lock_cache_ms, 0);
 	assert_false(o.client_io_threads);
+	assert_int_equal(o.event_threads, 0);
 	assert_false(o.write_cache);
 
 	gf2_opt_format_default(opt_named("prefetch coherence"), buf,
@@ -460,6 +461,14 @@ static void test_share_option_bad_keeps_default(void **state)
 	assert_int_equal(gf2_share_option_set(&o, opt_named("prefetch"),
 					      "maybe", err, sizeof(err)), -1);
 	assert_true(o.prefetch);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("event threads"), "33", err, sizeof(err)), -1);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("event threads"), "-1", err, sizeof(err)), -1);
+	assert_int_equal(o.event_threads, 0);
+	assert_int_equal(gf2_share_option_set(
+		&o, opt_named("event threads"), "1", err, sizeof(err)), 0);
+	assert_int_equal(o.event_threads, 1);
 }
 
 static void test_share_options_check(void **state)
