@@ -3,6 +3,11 @@
  *
  * Layer: bridge.
  *
+ * Unreached: connect answers `glusterfs2:lock check = lease` as getlk,
+ * because the bricks drop a client's leases on a disconnect without a
+ * recall and gfapi 10.3 does not tell its application
+ * (vfs_glusterfs2.c, docs/design.md).  Kept for a gfapi that does.
+ *
  * With `glusterfs2:lock check = lease`, a handle opened for reading takes
  * a Gluster read lease (glfs_lease, GLFS_RD_LEASE) on its file.  The
  * bricks' leases translator recalls it before it lets another client take

@@ -17,8 +17,9 @@
  * overflows, or an event names no inode, the caches drop everything
  * they hold in the process: always safe, just slower.
  *
- * The same callback gets the bricks' recalls of the read leases that
- * `glusterfs2:lock check = lease` takes, and hands them to gf2_lease.c.
+ * The same callback gets the bricks' recalls of read leases and hands
+ * them to gf2_lease.c (no lease is taken while `glusterfs2:lock check =
+ * lease` behaves as getlk).
  *
  * Files are matched by inode number: gfapi reports st_ino as the low 64
  * bits of the GFID, as does gfid_to_ino() in Gluster, and smbd's file_id

@@ -6,6 +6,7 @@ bricks under .stack/bricks/VOLfault/, `force`), served by a private smbd
 offset; GF2_FAULT_PORT overrides) with these shares:
 
     [fault]       glusterfs2 on VOLfault
+    [faultwc]     glusterfs2 on VOLfault, glusterfs2:write cache = yes
     [faultstock]  Samba's stock vfs_glusterfs on VOLfault (control only)
     [other]       glusterfs2 on the stack's volume VOL
 
@@ -51,6 +52,11 @@ The tests (each prints its timings; run pytest with -s to see them):
      completes, the file reads back right with the brick still down.  The
      brick is started again, heal runs to 0 entries, and both files have
      the pattern's sha256 on all three bricks.
+  1b. test_brick_killed_mid_write_with_the_write_cache: test 1 on
+     [faultwc] (glusterfs2 with glusterfs2:write cache = yes), smb2q
+     asking for an RWH lease, so that every write is acknowledged once
+     queued (the share's wc_writes counter counts each): the same
+     checksums on the client and on all three bricks after heal.
   2. test_glusterd_restart_during_session: an SMB session with a file open
      on [fault]; glusterd is stopped and started again (logged to
      /tmp/gf2-glusterd-restarts.log); the open file keeps being written and
@@ -82,6 +88,7 @@ The tests (each prints its timings; run pytest with -s to see them):
 Measured on the 2-core development machine under load from other work
 (load average 11-13): the whole file about 6 minutes; test 1 about 2
 minutes, 2 and 3 about 10 s each, 4 about 2.5 minutes, 5 about 40 s.
+Test 1b: 2.5-3 minutes (load 5-8).
 Environment: GF2_FAULT_VOLUME (VOLfault, see above), GF2_FAULT_PORT
 (see above), GF2_FAULT_BIG (bytes of the brick-kill
 files, 1 GiB), GF2_FAULT_CONNECTIONS and GF2_FAULT_PER_CONNECTION (50 and
@@ -477,13 +484,14 @@ def timed_failure(what, fn):
     raise AssertionError('%s succeeded on a stopped volume' % what)
 
 
-def run_smb2q(srv, action, path, size, seed, depth=8, req=MiB):
+def run_smb2q(srv, action, path, size, seed, depth=8, req=MiB,
+              share='fault', extra=()):
     env = srv.env
     argv = [SMB2Q, '--host', '127.0.0.1', '--port', str(srv.port),
             '--user', env['SMB_USER'], '--password', env['SMB_PASS'],
-            '--share', 'fault', '--file', path, '--size', str(size),
+            '--share', share, '--file', path, '--size', str(size),
             '--depth', str(depth), '--req-size', str(req), '--seed',
-            str(seed), '--timeout', '120', action]
+            str(seed), '--timeout', '120'] + list(extra) + [action]
     return subprocess.Popen(argv, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, universal_newlines=True)
 
@@ -566,6 +574,11 @@ def fault(stack, request):
                    ('glusterfs2:volume', VOLUME),
                    ('glusterfs2:volfile_server', server),
                    ('glusterfs2:logfile', log % 'glusterfs2')] + common),
+        ('faultwc', [('vfs objects', 'glusterfs2'),
+                     ('glusterfs2:volume', VOLUME),
+                     ('glusterfs2:volfile_server', server),
+                     ('glusterfs2:write cache', 'yes'),
+                     ('glusterfs2:logfile', log % 'glusterfs2')] + common),
         ('faultstock', [('vfs objects', 'glusterfs'),
                         ('glusterfs:volume', VOLUME),
                         ('glusterfs:volfile_server', server),
@@ -620,9 +633,11 @@ def kill_when(f, proc, pred, what, timeout=300):
     raise AssertionError('%s: never reached the kill point' % what)
 
 
-def test_brick_killed_mid_read_and_mid_write(fault):
-    f = fault
+def brick_kill_check(f, share, extra=()):
+    """Test 1 on `share`, smb2q with `extra` arguments; what each of its
+    four transfers was granted (smb2q's `granted`)."""
     t_start = time.time()
+    granted = []
     name_r = 'kill-read-%s' % uuid.uuid4().hex[:8]
     name_w = 'kill-write-%s' % uuid.uuid4().hex[:8]
     seed_r, seed_w = 811, 812
@@ -630,13 +645,16 @@ def test_brick_killed_mid_read_and_mid_write(fault):
     sha_w = pattern_sha256(seed_w, BIG)
 
     # a 1 GiB file on all three bricks
-    r = finish_smb2q(run_smb2q(f.srv, 'write', name_r, BIG, seed_r), f.srv)
+    r = finish_smb2q(run_smb2q(f.srv, 'write', name_r, BIG, seed_r,
+                               share=share, extra=extra), f.srv)
     assert r['sha256'] == sha_r
+    granted.append(r['granted'])
 
     # read it back; kill the brick serving the read a third of the way in
     pids = {b: brick_pid_of(b) for b in f.bricks}
     base = {b: rchar(pids[b]) for b in f.bricks}
-    p = run_smb2q(f.srv, 'read', name_r, BIG, seed_r)
+    p = run_smb2q(f.srv, 'read', name_r, BIG, seed_r, share=share,
+                  extra=extra)
 
     def reading():
         for b in f.bricks:
@@ -647,6 +665,7 @@ def test_brick_killed_mid_read_and_mid_write(fault):
     killed_r = kill_when(f, p, reading, 'read')
     r = finish_smb2q(p, f.srv)
     assert r['sha256'] == sha_r
+    granted.append(r['granted'])
     print('read with a brick killed: %.1f s' % (time.time() - t0))
 
     start_force(f)
@@ -656,7 +675,8 @@ def test_brick_killed_mid_read_and_mid_write(fault):
     # write a second file; kill another brick a third of the way in
     victim = next(b for b in f.bricks if b != killed_r)
     watch = next(b for b in f.bricks if b != victim)
-    p = run_smb2q(f.srv, 'write', name_w, BIG, seed_w)
+    p = run_smb2q(f.srv, 'write', name_w, BIG, seed_w, share=share,
+                  extra=extra)
 
     def writing():
         try:
@@ -669,11 +689,14 @@ def test_brick_killed_mid_read_and_mid_write(fault):
     kill_when(f, p, writing, 'write')
     r = finish_smb2q(p, f.srv)
     assert r['sha256'] == sha_w
+    granted.append(r['granted'])
     print('write with a brick killed: %.1f s' % (time.time() - t0))
     assert brick_pid_of(victim) is None
     # read back with the brick still down
-    r = finish_smb2q(run_smb2q(f.srv, 'read', name_w, BIG, seed_w), f.srv)
+    r = finish_smb2q(run_smb2q(f.srv, 'read', name_w, BIG, seed_w,
+                              share=share, extra=extra), f.srv)
     assert r['sha256'] == sha_w
+    granted.append(r['granted'])
     partial = os.stat(os.path.join(victim, name_w)).st_size
     print('killed brick holds %d of %d bytes before heal' % (partial, BIG))
     assert partial < BIG
@@ -687,13 +710,48 @@ def test_brick_killed_mid_read_and_mid_write(fault):
         assert set(copies.values()) == {sha}, (name, copies, sha)
 
     c = Client(f.srv.port, f.env)
-    assert sorted([name_r, name_w]) == [n for n in c.list('fault', '')
+    assert sorted([name_r, name_w]) == [n for n in c.list(share, '')
                                         if n in (name_r, name_w)]
-    c.c.deleteFile('fault', name_r)
-    c.c.deleteFile('fault', name_w)
+    c.c.deleteFile(share, name_r)
+    c.c.deleteFile(share, name_w)
     c.drop()
-    print('test_brick_killed_mid_read_and_mid_write: %.1f s' %
-          (time.time() - t_start))
+    print('brick kill on [%s]: %.1f s' % (share, time.time() - t_start))
+    return granted
+
+
+def test_brick_killed_mid_read_and_mid_write(fault):
+    brick_kill_check(fault, 'fault')
+
+
+def faultwc_counters(f):
+    """The counters of [faultwc] in the private smbd (they outlive it)."""
+    out = subprocess.run([os.path.join(TOP, 'tools', 'glusterfs2-stats'),
+                          '-s', f.srv.conf, '--share', 'faultwc', '--json'],
+                         stdout=subprocess.PIPE, universal_newlines=True,
+                         check=True).stdout
+    return json.loads(out)['shares'].get('faultwc', {})
+
+
+def test_brick_killed_mid_write_with_the_write_cache(fault):
+    """Test 1 on [faultwc] (glusterfs2:write cache = yes), smb2q holding
+    an RWH lease, so that the writes are acknowledged once queued while a
+    brick is killed under them: every byte lands on the two bricks left
+    and heals to the third, as without the cache."""
+    before = faultwc_counters(fault)
+    granted = brick_kill_check(fault, 'faultwc', ['--lease'])
+    assert granted == ['lease RWH'] * 4, granted
+    # both files' writes went through the cache (1 MiB requests); smbd
+    # writes its counters on a timer
+    want = 2 * BIG // MiB
+    deadline = time.time() + 10
+    while True:
+        now = faultwc_counters(fault)
+        grew = {k: now.get(k, 0) - before.get(k, 0)
+                for k in ('wc_writes', 'wc_errors')}
+        if grew['wc_writes'] >= want or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert grew == {'wc_writes': want, 'wc_errors': 0}, grew
 
 
 # -- 2. glusterd restarted during a session -----------------------------------

@@ -1,31 +1,35 @@
-"""`glusterfs2:lock check = lease`: smbd's POSIX lock checks answered from
-a Gluster read lease, against another Gluster client.
+"""`glusterfs2:lock check = lease`: accepted, answered as getlk.
+
+The bricks drop a client's read leases when its connection to them
+breaks, without a recall, and gfapi 10.3 tells its application nothing
+of it, so a lease cannot keep the default's promise across a brick
+restart (test_brick_restart_drops_the_lease).  The option is kept for
+existing smb.conf files: it logs that it behaves as getlk, and every
+check asks the bricks.
 
 A private smbd serves two shares with the option: [leasevol] on a
 one-brick volume of its own with features.leases on (the bricks started
-with it), [noleasevol] on the stack's volume, where the bricks refuse
-leases and every check asks them (F_GETLK).  Prefetch is off on both, so
-an SMB read goes to the bricks.  The other client is a process on the
-FUSE mount of the same volume.  On each share:
+with it), [noleasevol] on the stack's volume, without leases.  Prefetch
+is off on both, so an SMB read goes to the bricks.  The other client is a
+process on the FUSE mount of the same volume.  On each share:
 
-- after SMB reads (the handle's lease taken and trusted on
-  [leasevol]), the other client's F_SETLK lock of a range makes the next
-  SMB read and write of it fail with FILE_LOCK_CONFLICT, at once: the
-  bricks recall the lease before they grant the lock, and the recall
-  makes the module ask the bricks again;
-- the other client's write while the lease is held lands (the bricks
-  hold it only until the lease is given back), and the next SMB read
-  sees its bytes;
-- the other client's truncation while the lease is held lands, and the
-  next SMB read past the new end finds the end of the file;
-- a handle that has read (its lease held on [leasevol]) sets its own
-  last write time (SET_INFO FileBasicInformation, what copy tools send)
-  and closes after writes (smbd sets the write time then): both answer
-  STATUS_SUCCESS and the time lands, as on a share without the option.
+- after SMB reads, the other client's F_SETLK lock of a range makes the
+  next SMB read and write of it fail with FILE_LOCK_CONFLICT, at once;
+- the other client's write lands, and the next SMB read sees its bytes;
+- the other client's truncation lands, and the next SMB read past the
+  new end finds the end of the file;
+- a handle that has read sets its own last write time (SET_INFO
+  FileBasicInformation, what copy tools send) and closes after writes
+  (smbd sets the write time then): both answer STATUS_SUCCESS and the
+  time lands;
+- another head's open for write, the other client's locks on a
+  descriptor opened before the reads, and an editor's save over the name
+  are served promptly and seen by the next read;
+- after a brick restart, a lock of the other client makes the next SMB
+  read fail with FILE_LOCK_CONFLICT.
 
-On [leasevol] the checks of a handle's reads are answered by its lease:
-the bricks see one LK fop for the handle (the whole-file check when the
-lease is taken), not one per read.
+On [leasevol] the bricks see one LK fop per read and no LEASE fop, and
+the smbd logs that the option behaves as getlk.
 """
 
 import fcntl
@@ -79,9 +83,8 @@ def lease_volume(stack):
 
 
 @pytest.fixture(scope='module')
-def srv(stack, lease_volume):
-    """The private smbd's client env and {share: FUSE mount of its
-    volume}."""
+def lease_smbd(stack, lease_volume):
+    """The private smbd serving [leasevol] and [noleasevol]."""
     # the port of test_lock_default.py's smbd: never up at the same time
     s = PrivateSmbd('lock-lease', stack,
                     port=private_port(stack, 'lockdefault'))
@@ -91,10 +94,17 @@ def srv(stack, lease_volume):
         ('noleasevol', s.gf2_share(opts))])
     s.start()
     try:
-        yield s.client_env(), {'leasevol': lease_volume[1],
-                               'noleasevol': stack['FUSE_MOUNT']}
+        yield s
     finally:
         s.stop()
+
+
+@pytest.fixture(scope='module')
+def srv(stack, lease_volume, lease_smbd):
+    """The private smbd's client env and {share: FUSE mount of its
+    volume}."""
+    return lease_smbd.client_env(), {'leasevol': lease_volume[1],
+                                     'noleasevol': stack['FUSE_MOUNT']}
 
 
 def io_status(cl, fid, off=0):
@@ -475,11 +485,6 @@ def kill_and_start_brick(vol, mount):
             time.sleep(0.5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'the bricks drop a client\'s leases when it disconnects, without a '
-    'recall, and gfapi 10.3 tells its application nothing of the '
-    'disconnect: the module keeps trusting the lease (manual page, '
-    'lock check = lease)'))
 def test_brick_restart_drops_the_lease(srv, lease_volume):
     """Reads on a handle (its lease trusted); the brick is killed and
     started again, and every client reconnects; the other client then
@@ -511,10 +516,11 @@ def test_brick_restart_drops_the_lease(srv, lease_volume):
     assert during == CONFLICT, status_name(during)
 
 
-def test_lease_answers_the_checks(srv, lease_volume):
-    """32 SMB reads of one handle on [leasevol]: the bricks see the
-    lease taken (a LEASE fop) and at most the one whole-file LK fop that
-    follows it, where a check per read would be 32."""
+def test_lease_option_asks_the_bricks(srv, lease_volume, lease_smbd):
+    """32 SMB reads of one handle on [leasevol], a volume that grants
+    leases: the bricks see no LEASE fop and one LK fop (F_GETLK) per
+    read, as without the option, and the smbd logs that the option
+    behaves as getlk."""
     env, mounts = srv
     vol = lease_volume[0]
     name = 'leasecount-%d.dat' % os.getpid()
@@ -533,5 +539,7 @@ def test_lease_answers_the_checks(srv, lease_volume):
         gluster('volume', 'profile', vol, 'stop', check=False)
         os.unlink(path)
     assert reads == [OK] * 32
-    assert n.get('LEASE', 0) >= 1, n
-    assert n.get('LK', 0) <= 1, n
+    assert n.get('LEASE', 0) == 0, n
+    assert n.get('LK', 0) >= 32, n
+    assert 'lock check = lease now behaves as getlk' in \
+        lease_smbd.logs(tail=10 ** 6)
