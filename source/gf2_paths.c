@@ -281,12 +281,21 @@ int gf2_lookup(struct gf2_conn *c, const char *path, bool nofollow,
 			  glfs_stat(c->fs, path, st);
 }
 
+/*
+ * A Gluster stat as smbd keeps it.  Directories have size 0, as smbd's
+ * own stat calls (sys_stat, sys_fstat, sys_lstat) give them on a local
+ * share: the bricks report the brick directory's size (4096 on ext4),
+ * which reached clients as the EndOfFile of a CREATE of a directory.
+ */
 void gf2_stat_ex(struct vfs_handle_struct *handle, struct stat_ex *dst,
 		 const struct stat *src)
 {
 	init_stat_ex_from_stat(dst, src,
 			       lp_fake_directory_create_times(
 				       SNUM(handle->conn)));
+	if (S_ISDIR(src->st_mode)) {
+		dst->st_ex_size = 0;
+	}
 	dst->st_ex_blksize = GF2_BLKSIZE;
 }
 

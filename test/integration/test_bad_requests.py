@@ -36,7 +36,8 @@ import pytest
 
 from conftest import TOP
 from gf2_logs import log_offsets, panics_since
-from gf2_smb2 import Client, s3, smb2q, smb3, status_name
+from gf2_smb2 import CREATE_REQ, Client, close_packet, request, s3, smb2q, \
+    smb3, status_name
 
 SHARES = ('glusterfs2', 'local')
 
@@ -342,6 +343,44 @@ def test_allocation_size_steps(env):
     compare(env, 'allocation size: create context, set, write', out,
             expected=(('create', (mib, 0)), ('set allocation', (mib, 0)),
                       ('write 3000', (mib, 3000))))
+
+def test_directory_sizes(env):
+    """A new directory's EndOfFile and AllocationSize as local reports
+    them (0: smbd's own stat calls report every directory with size 0)
+    in the CREATE response, FileStandardInformation and
+    FileNetworkOpenInformation; gentest's CREATE of a directory showed
+    0x1000 where local gave 0."""
+    out = {}
+    for share, cl in env['clients'].items():
+        name = ('%s\\dirsize-%s' % (env['top'], uuid.uuid4().hex[:8])
+                ).encode('utf-16-le')
+        cl.conn.quiet()
+        status, frame = request(cl.conn, smb2q.RawPacket(
+            s3.SMB2_CREATE, cl.conn.tid, CREATE_REQ.pack(
+                57, 0, 0, 2, 0, 0, s3.FILE_READ_ATTRIBUTES | s3.SYNCHRONIZE,
+                s3.FILE_ATTRIBUTE_DIRECTORY,
+                s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE |
+                s3.FILE_SHARE_DELETE, s3.FILE_CREATE,
+                s3.FILE_DIRECTORY_FILE, 64 + 56, len(name), 0, 0) + name))
+        assert status == smb2q.STATUS_SUCCESS, (share,
+                                                smb2q.status_str(status))
+        created = struct.unpack_from('<QQ', frame, 64 + 40)
+        request(cl.conn, close_packet(cl.conn, bytes(frame[64 + 64:64 + 80])))
+        st, fid = cl.create(name.decode('utf-16-le').replace('\\', '/'),
+                            directory=True, disposition=s3.FILE_OPEN)
+        assert st == 0, (share, status_name(st))
+        try:
+            standard = standard_info(cl, fid)
+            blob = cl.conn.c.queryInfo(cl.conn.tid, fid, inputBlob=b'',
+                                       infoType=s3.SMB2_0_INFO_FILE,
+                                       fileInfoClass=34)
+            network = struct.unpack_from('<QQ', blob, 32)
+        finally:
+            cl.close(fid)
+        out[share] = (('create', created), ('standard', standard),
+                      ('network open', network))
+    compare(env, 'directory sizes', out)
+
 
 # -- names ----------------------------------------------------------------
 
