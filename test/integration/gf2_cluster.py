@@ -42,14 +42,20 @@ def env():
     return out
 
 
-def cluster(lock='gfapi'):
+def cluster(lock='gfapi', share_options=()):
     """test/cluster env of a cluster up with the given cluster lock
-    (gfapi: our helper; fcntl: CTDB's on a FUSE mount), brought up, or
-    its nodes restarted with that lock, when needed."""
+    (gfapi: our helper; fcntl: CTDB's on a FUSE mount) and exactly these
+    options added to glusterfs2's share ('NAME = VALUE' each), brought
+    up, its nodes restarted with that lock, or its smb.conf reloaded with
+    those options, when needed."""
     global _brought_up
     e = env()
-    if e is None or e.get('LOCK', 'gfapi') != lock:
+    want = ';'.join(share_options)
+    if (e is None or e.get('LOCK', 'gfapi') != lock or
+            e.get('SHARE_OPTIONS', '') != want):
         args = ['up', '--lock', lock]
+        for opt in share_options:
+            args += ['--share-option', opt]
         if e is not None:
             args += ['--nodes', e['NODES']]
         p = run(CLUSTER, *args, timeout=900, check=False)
