@@ -51,6 +51,41 @@ apply_share_options() { # NNODES OPTIONS-TEXT
 	done
 }
 
+# One --share-option's value checked: NAME = VALUE on one line.
+check_share_option() { # OPTION
+	case $1 in
+	*=*) ;;
+	*) die "--share-option '$1': NAME = VALUE" ;;
+	esac
+	case $1 in
+	*$'\n'* | *'['* | *']'*) die "--share-option '$1': one line, no section" ;;
+	esac
+}
+
+# test/cluster options [--share-option 'NAME = VALUE']...: the share
+# options of a cluster that is up, set as `up` sets them, without the rest
+# of `up`'s checks.
+cmd_options() {
+	local opts="" opt
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--share-option)
+			[ $# -ge 2 ] || die "--share-option needs 'NAME = VALUE'"
+			opt=$2
+			shift 2
+			;;
+		--share-option=*) opt=${1#--share-option=}; shift ;;
+		*) die "unknown option $1 (options [--share-option 'NAME = VALUE']...)" ;;
+		esac
+		check_share_option "$opt"
+		opts="$opts${opts:+$'\n'}$opt"
+	done
+	need_root
+	[ "$(state_get UP 0)" = 1 ] && [ -n "$(ctdbd_pid 1)" ] ||
+		die "cluster is not up: run test/cluster up"
+	apply_share_options "$(state_get NODES 3)" "$opts"
+}
+
 cmd_up() {
 	local nn=3 lock=gfapi opts="" opt=""
 	while [ $# -gt 0 ]; do
@@ -68,13 +103,7 @@ cmd_up() {
 		*) die "unknown option $1 (up [--nodes N] [--lock gfapi|fcntl] [--share-option 'NAME = VALUE']...)" ;;
 		esac
 		if [ -n "$opt" ]; then
-			case $opt in
-			*=*) ;;
-			*) die "--share-option '$opt': NAME = VALUE" ;;
-			esac
-			case $opt in
-			*$'\n'* | *'['* | *']'*) die "--share-option '$opt': one line, no section" ;;
-			esac
+			check_share_option "$opt"
 			opts="$opts${opts:+$'\n'}$opt"
 			opt=""
 		fi
