@@ -67,7 +67,7 @@ def first_difference(want, got):
     for i in range(0, n, MiB):
         if want[i:i + MiB] != got[i:i + MiB]:
             j = i
-            while want[j] == got[j]:
+            while j < n and want[j] == got[j]:
                 j += 1
             return j
     return n if len(want) != len(got) else None
@@ -133,22 +133,41 @@ def serving_pid(cl, node, conn):
                          'port %d' % (node, lport))
 
 
-def write_under_lease(cl, node, name, seed):
-    """A new file written through node N by smb2q under an RWH lease,
-    SIZE bytes of 64 KiB writes, DEPTH in flight, every one acknowledged;
-    the handle left open.  Returns (conn, fid, the bytes written)."""
+# smbd sets a handle's write time 2 s after its first write, and that
+# waits for the queue (a time set lands after every acknowledged byte):
+# the first write goes alone and this long before the others, so that
+# nothing but the queue's own sending takes the later bytes to the bricks.
+WRITE_TIME_DELAY_S = 2.5
+
+
+def open_under_lease(cl, node, name):
+    """A new file created through node N by smb2q with an RWH lease:
+    (conn, fid)."""
     conn = smb2q.Conn(cl['NODE_IPS'].split()[node - 1], int(cl['SMB_PORT']),
                       cl['SMB_USER'], cl['SMB_PASS'], cl['SHARE'],
                       timeout=120)
     fid = conn.open(name, write=True, create=True, lease_key=os.urandom(16))
     assert conn.granted == 'lease RWH', conn.granted
+    return conn, fid
+
+
+def write_under_lease(conn, fid, seed, size=SIZE, before_rest=None):
+    """size bytes written through conn's handle under its lease: one 64
+    KiB write, WRITE_TIME_DELAY_S later (and after before_rest()) the rest,
+    64 KiB writes with DEPTH in flight, every one acknowledged; the handle
+    left open.  Returns the bytes written."""
     pattern = smb2q.Pattern(seed)
-    digest, _secs, _maxout = conn.pipeline(fid, 'write', SIZE, REQ, DEPTH,
-                                           pattern)
-    data = bytes(pattern.generate(0, SIZE))
-    assert sha256(data) == digest
-    assert conn.acked == SIZE, conn.acked
-    return conn, fid, data
+    data = bytes(pattern.generate(0, size))
+    status = conn.write(fid, 0, data[:REQ])
+    assert status == smb2q.STATUS_SUCCESS, smb2q.status_str(status)
+    time.sleep(WRITE_TIME_DELAY_S)
+    if before_rest is not None:
+        before_rest()
+    digest, _secs, _maxout = conn.pipeline(fid, 'write', size - REQ, REQ,
+                                           DEPTH, pattern, start=REQ)
+    assert sha256(data[REQ:]) == digest
+    assert conn.acked == size, conn.acked
+    return data
 
 
 def fuse_bytes(cl, name):
@@ -164,8 +183,10 @@ def test_acknowledged_bytes_are_read_through_another_head(cl):
     acknowledged byte, checksums equal; then the FUSE mount has them too."""
     name = new_name()
     before = wc_writes(cl, 1)
-    holder, fid, data = write_under_lease(cl, 1, name, 1)
+    # head 2's session first: its open follows the last write at once
     opener = Head(cl['NODE_IPS'].split()[1], cl, timeout=60)
+    holder, fid = open_under_lease(cl, 1, name)
+    data = write_under_lease(holder, fid, 1)
     out = {}
 
     def open_and_read():
@@ -219,9 +240,11 @@ def test_bytes_acknowledged_and_closed_survive_a_killed_head(cl):
     mount, checksums equal.  (The killed process's counters are not
     waited for: waiting before the CLOSE would let the queue land first.)"""
     name = new_name()
-    holder, fid, data = write_under_lease(cl, 1, name, 2)
+    holder, fid = open_under_lease(cl, 1, name)
     try:
+        # found before the writes: the kill follows the CLOSE's answer
         pid = serving_pid(cl, 1, holder)
+        data = write_under_lease(holder, fid, 2)
         status = holder.close_status(fid)
         os.kill(pid, signal.SIGKILL)
         assert status == smb2q.STATUS_SUCCESS, smb2q.status_str(status)
