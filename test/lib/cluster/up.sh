@@ -45,6 +45,7 @@ apply_share_options() { # NNODES OPTIONS-TEXT
 		[ -n "$(ctdbd_pid "$i")" ] || continue
 		log "node $i: share options of [$SHARE] changed: smb.conf rewritten, smbd reloads it"
 		write_node_smbconf "$i"
+		# shellcheck disable=SC2016 # expanded by the node's shell
 		on_node "$i" timeout 30 smbcontrol smbd reload-config >/dev/null 2>&1 ||
 			on_node "$i" sh -c 'kill -HUP "$(cat /run/samba/smbd.pid)"' ||
 			warn "node $i: smbd did not take the new smb.conf"
@@ -81,8 +82,9 @@ cmd_options() {
 		opts="$opts${opts:+$'\n'}$opt"
 	done
 	need_root
-	[ "$(state_get UP 0)" = 1 ] && [ -n "$(ctdbd_pid 1)" ] ||
+	if [ "$(state_get UP 0)" != 1 ] || [ -z "$(ctdbd_pid 1)" ]; then
 		die "cluster is not up: run test/cluster up"
+	fi
 	apply_share_options "$(state_get NODES 3)" "$opts"
 }
 
