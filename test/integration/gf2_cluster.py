@@ -42,14 +42,31 @@ def env():
     return out
 
 
-def cluster(lock='gfapi'):
+def cluster(lock='gfapi', share_options=()):
     """test/cluster env of a cluster up with the given cluster lock
-    (gfapi: our helper; fcntl: CTDB's on a FUSE mount), brought up, or
-    its nodes restarted with that lock, when needed."""
+    (gfapi: our helper; fcntl: CTDB's on a FUSE mount) and exactly these
+    options added to glusterfs2's share ('NAME = VALUE' each), brought
+    up, its nodes restarted with that lock, or its smb.conf reloaded with
+    those options, when needed."""
     global _brought_up
     e = env()
-    if e is None or e.get('LOCK', 'gfapi') != lock:
+    want = ';'.join(share_options)
+    if (e is not None and e.get('LOCK', 'gfapi') == lock and
+            e.get('SHARE_OPTIONS', '') != want):
+        # only the options differ: set them, without up's other checks
+        args = ['options']
+        for opt in share_options:
+            args += ['--share-option', opt]
+        p = run(CLUSTER, *args, timeout=300, check=False)
+        if p.returncode != 0:
+            raise RuntimeError('test/cluster options failed:\n' +
+                               p.stdout[-3000:])
+        e = env()
+    if (e is None or e.get('LOCK', 'gfapi') != lock or
+            e.get('SHARE_OPTIONS', '') != want):
         args = ['up', '--lock', lock]
+        for opt in share_options:
+            args += ['--share-option', opt]
         if e is not None:
             args += ['--nodes', e['NODES']]
         p = run(CLUSTER, *args, timeout=900, check=False)

@@ -4,7 +4,9 @@ glusterfs2, and what one head grants or writes, the others see.
 The cluster is brought up (`test/cluster up`, 3 nodes) when it is not up,
 and taken down at the end if these tests brought it up.  Each check talks
 to two or three heads through their own node addresses at once, with one
-SMB2 session per head (impacket).
+SMB2 session per head (impacket).  Every test runs twice: with the share
+as it is by default, then with `glusterfs2:write cache = yes` on every
+head (`test/cluster up --share-option`; the nodes reload their smb.conf).
 """
 
 import hashlib
@@ -32,11 +34,25 @@ RW = READ | WRITE
 SHARE_ALL = s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE
 
 
+# The share options each run of the tests gives [gf2cl] on every head.
+SHARE_OPTIONS = {
+    'default': (),
+    'wcache': ('glusterfs2:write cache = yes',),
+}
+
+
 @pytest.fixture(scope='module')
-def cl():
-    e = gf2_cluster.cluster()
-    yield e
+def cluster_lifetime():
+    yield
     gf2_cluster.take_down()
+
+
+@pytest.fixture(scope='module', params=sorted(SHARE_OPTIONS))
+def cl(request, cluster_lifetime):
+    opts = SHARE_OPTIONS[request.param]
+    e = gf2_cluster.cluster(share_options=opts)
+    assert e['SHARE_OPTIONS'] == ';'.join(opts), e['SHARE_OPTIONS']
+    return e
 
 
 @pytest.fixture

@@ -15,5 +15,6 @@ cmd_down() {
 	fi
 	state_set UP 0
 	state_set BRICK_HOST ""
+	rm -f "$(share_options_file)"
 	log "down"
 }

@@ -18,6 +18,8 @@ cmd_env() {
 	lock=$(state_get LOCK gfapi)
 	helper=$(basename "$HELPER")
 	[ "$lock" != fcntl ] || helper=ctdb_mutex_fcntl_helper
+	local shareopts
+	shareopts=$(grep -v '^$' "$(share_options_file)" 2>/dev/null | paste -sd ';' || true)
 	cat <<EOF
 PUBLIC_IPS='$pub'
 NODE_IPS='$nodes'
@@ -41,6 +43,7 @@ HOST_VETHS='$(for ((i = 1; i <= nn; i++)); do printf '%s ' "$(host_veth "$i")"; 
 CLUSTER_DIR=$CL
 LOCK=$lock
 LOCK_HELPER=$helper
+SHARE_OPTIONS='$shareopts'
 EOF
 }
 

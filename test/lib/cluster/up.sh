@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# test/lib/cluster/up.sh: test/cluster up [--nodes N] [--lock gfapi|fcntl].
+# test/lib/cluster/up.sh: test/cluster up [--nodes N] [--lock gfapi|fcntl]
+# [--share-option 'NAME = VALUE']...
 # Sourced by test/cluster.
 
 ensure_build() {
@@ -32,16 +33,82 @@ smb_answers() { # IP
 	timeout 3 bash -c "exec 3<>/dev/tcp/$1/$SMB_PORT" 2>/dev/null
 }
 
-cmd_up() {
-	local nn=3 lock=gfapi
+# The share options asked for, one a line, against the running cluster's:
+# a change rewrites every running node's smb.conf and reloads its smbd.
+apply_share_options() { # NNODES OPTIONS-TEXT
+	local nn=$1 want=$2 have i
+	have=$(cat "$(share_options_file)" 2>/dev/null || true)
+	[ "$have" != "$want" ] || return 0
+	printf '%s' "$want" > "$(share_options_file)"
+	[ -z "$want" ] || printf '\n' >> "$(share_options_file)"
+	for ((i = 1; i <= nn; i++)); do
+		[ -n "$(ctdbd_pid "$i")" ] || continue
+		log "node $i: share options of [$SHARE] changed: smb.conf rewritten, smbd reloads it"
+		write_node_smbconf "$i"
+		# shellcheck disable=SC2016 # expanded by the node's shell
+		on_node "$i" timeout 30 smbcontrol smbd reload-config >/dev/null 2>&1 ||
+			on_node "$i" sh -c 'kill -HUP "$(cat /run/samba/smbd.pid)"' ||
+			warn "node $i: smbd did not take the new smb.conf"
+	done
+}
+
+# One --share-option's value checked: NAME = VALUE on one line.
+check_share_option() { # OPTION
+	case $1 in
+	*=*) ;;
+	*) die "--share-option '$1': NAME = VALUE" ;;
+	esac
+	case $1 in
+	*$'\n'* | *'['* | *']'*) die "--share-option '$1': one line, no section" ;;
+	esac
+}
+
+# test/cluster options [--share-option 'NAME = VALUE']...: the share
+# options of a cluster that is up, set as `up` sets them, without the rest
+# of `up`'s checks.
+cmd_options() {
+	local opts="" opt
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--share-option)
+			[ $# -ge 2 ] || die "--share-option needs 'NAME = VALUE'"
+			opt=$2
+			shift 2
+			;;
+		--share-option=*) opt=${1#--share-option=}; shift ;;
+		*) die "unknown option $1 (options [--share-option 'NAME = VALUE']...)" ;;
+		esac
+		check_share_option "$opt"
+		opts="$opts${opts:+$'\n'}$opt"
+	done
+	need_root
+	if [ "$(state_get UP 0)" != 1 ] || [ -z "$(ctdbd_pid 1)" ]; then
+		die "cluster is not up: run test/cluster up"
+	fi
+	apply_share_options "$(state_get NODES 3)" "$opts"
+}
+
+cmd_up() {
+	local nn=3 lock=gfapi opts="" opt=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--share-option)
+			[ $# -ge 2 ] || die "--share-option needs 'NAME = VALUE'"
+			opt=$2
+			shift 2
+			;;
+		--share-option=*) opt=${1#--share-option=}; shift ;;
 		--nodes) nn=${2:-}; shift 2 || die "--nodes needs a number" ;;
 		--nodes=*) nn=${1#--nodes=}; shift ;;
 		--lock) lock=${2:-}; shift 2 || die "--lock needs gfapi or fcntl" ;;
 		--lock=*) lock=${1#--lock=}; shift ;;
-		*) die "unknown option $1 (up [--nodes N] [--lock gfapi|fcntl])" ;;
+		*) die "unknown option $1 (up [--nodes N] [--lock gfapi|fcntl] [--share-option 'NAME = VALUE']...)" ;;
 		esac
+		if [ -n "$opt" ]; then
+			check_share_option "$opt"
+			opts="$opts${opts:+$'\n'}$opt"
+			opt=""
+		fi
 	done
 	case $nn in
 	[2-4]) ;;
@@ -65,6 +132,7 @@ cmd_up() {
 	fi
 	state_set NODES "$nn"
 	state_set LOCK "$lock"
+	apply_share_options "$nn" "$opts"
 
 	ensure_build
 	ensure_bridge
