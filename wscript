@@ -75,7 +75,6 @@ CORE_SOURCES = [
     'source/gf2_change.c',
     'source/gf2_wait.c',
     'source/gf2_sambaver.c',
-    'source/gf2_leasestate.c',
 ]
 
 MODULE_SOURCES = [
@@ -84,7 +83,6 @@ MODULE_SOURCES = [
     'source/gf2_transport.c',
     'source/gf2_async.c',
     'source/gf2_upcall.c',
-    'source/gf2_lease.c',
     'source/gf2_stats.c',
     # caches
     'source/gf2_prefetch.c',
@@ -121,7 +119,6 @@ UNIT_TESTS = [
     'test_change',
     'test_wait',
     'test_sambaver',
-    'test_leasestate',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

@@ -51,7 +51,6 @@ struct gf2_volume {
 	glfs_t *fs;
 	struct gf2_hold hold;	/* users: its tree connects */
 	bool upcalls;		/* registered for invalidation events */
-	bool lease_recalls;	/* registered for lease recall events */
 	/* What the client volfile gfapi received turns on. */
 	bool md_invalidation;	/* md-cache cache-invalidation */
 	bool nl_cache;
@@ -227,30 +226,5 @@ void gf2_upcall_unregister(struct gf2_volume *vol);
 unsigned gf2_upcall_take(uint64_t inos[GF2_UPCALL_QUEUE], bool *all);
 /* Events the main loop took so far in this process (for logs). */
 uint64_t gf2_upcall_count(void);
-
-/*
- * Gluster read leases for POSIX lock checks (gf2_lease.c).  Main thread
- * except gf2_lease_recall (gfapi's upcall thread).
- */
-struct gf2_lease;
-/* Every later call of this thread carries the process's lease id. */
-void gf2_lease_use_id(void);
-/* own_fd: fd was opened for the lease; gf2_lease_free closes it. */
-struct gf2_lease *gf2_lease_new(glfs_fd_t *fd, bool own_fd, uint64_t ino);
-/* Held, not recalled, no other lock seen: "not locked" is true. */
-bool gf2_lease_trusted(const struct gf2_lease *l);
-/* May a lease be asked for again (after a refusal or a recall)? */
-bool gf2_lease_due(const struct gf2_lease *l, uint64_t now);
-/* Ask the bricks for the lease (synchronous); false: refused. */
-bool gf2_lease_take(struct gf2_lease *l, const char *volname, uint64_t now);
-/* Trust a lease taken, if no recall came since; false: not held. */
-bool gf2_lease_trust(struct gf2_lease *l, uint64_t now);
-/* Give a lease back without trusting it; ask again later. */
-void gf2_lease_untrust(struct gf2_lease *l, uint64_t now);
-/* Before the handle's glfs_fd is closed: give back, forget. */
-void gf2_lease_free(struct gf2_lease *l);
-void gf2_lease_recall(uint64_t ino, bool all);
-void gf2_lease_counts(uint64_t *granted, uint64_t *refused,
-		      uint64_t *recalled);
 
 #endif /* GF2_BRIDGE_H */

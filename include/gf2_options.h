@@ -116,7 +116,7 @@ enum gf2_coherence {
 /* glusterfs2:lock check: how smbd's POSIX lock checks are answered */
 enum gf2_lock_check {
 	GF2_LOCK_CHECK_GETLK,	/* F_GETLK on the bricks (maybe cached) */
-	GF2_LOCK_CHECK_LEASE,	/* from a Gluster read lease while held */
+	GF2_LOCK_CHECK_LEASE,	/* accepted, answered as getlk (logged) */
 };
 
 /*

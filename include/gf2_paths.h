@@ -25,7 +25,6 @@ struct gf2_conn {
 	struct gf2_pf_config *pf;	/* prefetch options of the share */
 	struct gf2_stats *st;		/* counters of the share, or NULL */
 	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
-	bool lock_lease;		/* glusterfs2:lock check = lease */
 	bool write_cache;		/* glusterfs2:write cache */
 	uint32_t wc_max_wait_ms;	/* glusterfs2:write cache max wait */
 };
@@ -43,9 +42,6 @@ struct gf2_handle {
 	uint64_t nolocks_until;	/* no other owner's POSIX lock on the file
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
-	struct gf2_lease *lease;	/* glusterfs2:lock check = lease */
-	int fd_flags;		/* what fh->fd was opened with */
-	bool lease_fd_failed;	/* no descriptor to take a lease on */
 	ino_t ino;		/* what the path named at open (0: unknown) */
 	bool is_dir;
 	bool nofollow;

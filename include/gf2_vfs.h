@@ -19,10 +19,6 @@
 /* Returned to smbd as the "fd" of every handle: never a real descriptor. */
 #define GF2_FAKE_FD 0x2f2f2f2f
 
-/* The glfs_fd to take fsp's read lease on (gf2_handles.c). */
-glfs_fd_t *gf2_lease_fd(struct gf2_conn *c, const files_struct *fsp,
-			struct gf2_handle *h, bool *own);
-
 /* Configuration (gf2_config.c). */
 struct gf2_share_config {
 	const char *volname;

@@ -287,62 +287,6 @@ static bool gf2_getlock_probe(struct vfs_handle_struct *handle,
 	return ret != -1;
 }
 
-/*
- * glusterfs2:lock check = lease (gf2_lease.c): true when a read lease on
- * the file, held and not recalled, answers the check.  The first check
- * of a handle (and the first after a refusal or a recall, once the
- * bricks may grant one again) asks for the lease and then whether any
- * lock of another owner exists anywhere in the file: locks granted
- * before the lease are not recalled, later ones are.  Until one is
- * trusted, checks ask the bricks.
- */
-static bool gf2_getlock_lease(struct vfs_handle_struct *handle,
-			      struct gf2_conn *c, struct gf2_handle *h,
-			      files_struct *fsp, glfs_fd_t *fd)
-{
-	struct flock fl = {
-		.l_type = F_WRLCK,
-		.l_whence = SEEK_SET,
-	};
-	uint64_t now;
-
-	if (!c->vol->lease_recalls || !fsp->fsp_flags.can_read) {
-		return false;
-	}
-	if (h->lease == NULL) {
-		glfs_fd_t *lfd = NULL;
-		bool own = false;
-
-		if (h->lease_fd_failed) {
-			return false;
-		}
-		lfd = gf2_lease_fd(c, fsp, h, &own);
-		if (lfd != NULL) {
-			h->lease = gf2_lease_new(lfd, own, fsp->file_id.inode);
-		}
-		if (h->lease == NULL) {
-			if (own) {
-				glfs_close(lfd);
-			}
-			h->lease_fd_failed = true;
-			return false;
-		}
-	}
-	if (gf2_lease_trusted(h->lease)) {
-		return true;
-	}
-	now = gf2_now_ms();
-	if (!gf2_lease_due(h->lease, now) ||
-	    !gf2_lease_take(h->lease, c->vol->volname, now)) {
-		return false;
-	}
-	if (!gf2_getlock_probe(handle, fd, &fl) || fl.l_type != F_UNLCK) {
-		gf2_lease_untrust(h->lease, now);
-		return false;
-	}
-	return gf2_lease_trust(h->lease, now);
-}
-
 bool gf2_getlock(struct vfs_handle_struct *handle,
 		 files_struct *fsp, off_t *poffset, off_t *pcount,
 		 int *ptype, pid_t *ppid)
@@ -355,11 +299,6 @@ bool gf2_getlock(struct vfs_handle_struct *handle,
 
 	if (fd == NULL) {
 		return false;
-	}
-	if (c != NULL && c->lock_lease && h != NULL &&
-	    gf2_getlock_lease(handle, c, h, fsp, fd)) {
-		*ptype = F_UNLCK;
-		return true;
 	}
 	if (c != NULL && c->lock_cache_ms > 0 && h != NULL) {
 		now = gf2_now_ms();

@@ -79,55 +79,9 @@ static void gf2_handle_destroy(void *p_data)
 		h->pf = NULL;
 	}
 	if (h->fh != NULL) {
-		gf2_lease_free(h->lease);
-		h->lease = NULL;
 		gf2_fh_close(h->fh);
 		h->fh = NULL;
 	}
-}
-
-/*
- * The glfs_fd a read lease of fsp is taken on (glusterfs2:lock check =
- * lease).  gfapi grants a read lease only on a descriptor opened exactly
- * O_RDONLY or with O_RDWR: with other flags a descriptor of its own,
- * O_RDONLY, is opened (*own = true), by name.  Another client may have
- * put another file under the name since the handle was opened (an
- * editor's save: a new file renamed over it); a lease on that one would
- * answer for the wrong file and its recalls would match no handle, so a
- * descriptor that is not on the handle's object is refused (NULL,
- * ESTALE): the handle's checks then ask the bricks.
- */
-glfs_fd_t *gf2_lease_fd(struct gf2_conn *c, const files_struct *fsp,
-			struct gf2_handle *h, bool *own)
-{
-	char *path = NULL;
-	glfs_fd_t *fd = NULL;
-	struct stat st;
-
-	*own = false;
-	if ((h->fd_flags & O_ACCMODE) == O_RDWR || h->fd_flags == O_RDONLY) {
-		return h->fh->fd;
-	}
-	path = gf2_fsp_path(talloc_tos(), c, fsp);
-	if (path == NULL) {
-		return NULL;
-	}
-	fd = h->nofollow ? gf2_open_nofollow(c->fs, path, O_RDONLY) :
-			   glfs_open(c->fs, path, O_RDONLY);
-	TALLOC_FREE(path);
-	if (fd == NULL) {
-		return NULL;
-	}
-	if (glfs_fstat(fd, &st) != 0 ||
-	    (uint64_t)st.st_ino != fsp->file_id.inode) {
-		DBG_INFO("%s: the name is no longer the handle's file: no "
-			 "read lease\n", fsp_str_dbg(fsp));
-		glfs_close(fd);
-		errno = ESTALE;
-		return NULL;
-	}
-	*own = true;
-	return fd;
 }
 
 int gf2_openat(struct vfs_handle_struct *handle,
@@ -154,20 +108,12 @@ int gf2_openat(struct vfs_handle_struct *handle,
 	/*
 	 * smbd opens with O_NONBLOCK (for kernel oplocks) and makes the
 	 * descriptor blocking right after (vfs_set_blocking, gf2_fcntl); a
-	 * Gluster descriptor keeps its open flags at the bricks.  With
-	 * glusterfs2:lock check = lease it never gets O_NONBLOCK: the
-	 * leases translator answers an O_NONBLOCK call that conflicts with
-	 * a read lease (another head's, or smbd's own for the calls gfapi
-	 * sends without a lease id: fsetattr) EAGAIN instead of holding it
-	 * until the lease is given back, and on GlusterFS 10.3 an O_NONBLOCK
-	 * open it refuses crashes the brick.  Elsewhere it keeps it: with
-	 * locks.mandatory-locking the bricks refuse a write that conflicts
-	 * with another client's lock on an O_NONBLOCK descriptor (as SMB
-	 * wants) but hold it on a blocking one until the lock goes.
+	 * Gluster descriptor keeps its open flags at the bricks, and keeps
+	 * O_NONBLOCK: with locks.mandatory-locking the bricks refuse a
+	 * write that conflicts with another client's lock on an O_NONBLOCK
+	 * descriptor (as SMB wants) but hold it on a blocking one until the
+	 * lock goes.
 	 */
-	if (c->lock_lease) {
-		flags &= ~O_NONBLOCK;
-	}
 
 	path = gf2_at_path(talloc_tos(), c, dirfsp, smb_fname);
 	if (path == NULL) {
@@ -273,7 +219,6 @@ done:
 	h->is_dir = is_dir;
 	h->nofollow = nofollow;
 	h->ino = exists ? st.st_ino : 0;
-	h->fd_flags = nofollow ? flags & ~O_NOFOLLOW : flags;
 	fsp->fsp_flags.have_proc_fds = false;
 	GF2_END_PROFILE(syscall_openat);
 	TALLOC_FREE(path);
@@ -310,9 +255,6 @@ int gf2_close(struct vfs_handle_struct *handle, files_struct *fsp)
 		h->wcache.wc = NULL;
 		h->wcache.bracket = NULL;
 	}
-	/* the lease goes back before its glfs_fd */
-	gf2_lease_free(h->lease);
-	h->lease = NULL;
 	ret = gf2_fh_close(h->fh);
 	if (ret == 0 && wc_err != 0) {
 		errno = wc_err;

@@ -17,10 +17,6 @@
  * overflows, or an event names no inode, the caches drop everything
  * they hold in the process: always safe, just slower.
  *
- * The same callback gets the bricks' recalls of read leases and hands
- * them to gf2_lease.c (no lease is taken while `glusterfs2:lock check =
- * lease` behaves as getlk).
- *
  * Files are matched by inode number: gfapi reports st_ino as the low 64
  * bits of the GFID, as does gfid_to_ino() in Gluster, and smbd's file_id
  * is built from that st_ino.
@@ -69,23 +65,6 @@ static bool gf2_upcall_ino(struct glfs_object *obj, uint64_t *ino)
 	return true;
 }
 
-/*
- * gfapi's thread: the bricks recall our read leases on a file
- * (gf2_lease.c): they are distrusted, then given back, here.
- */
-static void gf2_upcall_recall(struct glfs_upcall *up)
-{
-	struct glfs_upcall_lease *ul = glfs_upcall_get_event(up);
-	uint64_t ino = 0;
-	bool known = false;
-
-	if (ul != NULL) {
-		known = gf2_upcall_ino(glfs_upcall_lease_get_object(ul), &ino);
-	}
-	glfs_free(up);
-	gf2_lease_recall(ino, !known);
-}
-
 /* gfapi's thread: record, nothing else. */
 static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 {
@@ -93,10 +72,6 @@ static void gf2_upcall_cbk(struct glfs_upcall *up, void *data)
 	bool known = false;
 	uint64_t ino = 0;
 
-	if (glfs_upcall_get_reason(up) == GLFS_UPCALL_RECALL_LEASE) {
-		gf2_upcall_recall(up);
-		return;
-	}
 	if (glfs_upcall_get_reason(up) != GLFS_UPCALL_INODE_INVALIDATE) {
 		glfs_free(up);
 		return;
@@ -146,10 +121,8 @@ bool gf2_upcall_register(struct gf2_volume *vol)
 {
 	int ret;
 
-	ret = glfs_upcall_register(vol->fs, GLFS_EVENT_INODE_INVALIDATE |
-				   GLFS_EVENT_RECALL_LEASE,
+	ret = glfs_upcall_register(vol->fs, GLFS_EVENT_INODE_INVALIDATE,
 				   gf2_upcall_cbk, NULL);
-	vol->lease_recalls = ret > 0 && (ret & GLFS_EVENT_RECALL_LEASE) != 0;
 	if (ret <= 0 || (ret & GLFS_EVENT_INODE_INVALIDATE) == 0) {
 		DBG_NOTICE("volume %s: no upcall events (%s): prefetched "
 			   "data follows changes from other clients only "

@@ -133,10 +133,8 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 	 * gfapi 10.3 gives its application no event of that disconnect
 	 * and no property of a descriptor that shows it: a lease trusted
 	 * across one would miss every lock taken after it for as long as
-	 * the handle stays open (docs/design.md, posix locking).  The lease
-	 * code stays for a gfapi that reports the disconnect.
+	 * the handle stays open (docs/design.md, posix locking).
 	 */
-	c->lock_lease = false;
 	if (cfg->o.lock_check == GF2_LOCK_CHECK_LEASE) {
 		DBG_ERR("volume %s: glusterfs2:lock check = lease now "
 			"behaves as getlk (every check asks the bricks): "

@@ -78,7 +78,7 @@ PORT_SLOTS = {
     'shareroot': 25,            # test_share_root.py
     'copychunkident': 26,       # test_copychunk_identity.py
     'searchperm': 27,           # test_search_permission.py
-    'wcache-wait': 28,          # test_write_cache.py (two fixtures,
+    'wcache-wait': 28,          # test_write_cache.py (three fixtures,
                                 # one at a time)
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \

@@ -120,7 +120,15 @@ def srv(stack, layout):
     s.write_conf([], [
         ('swap', s.gf2_share([('posix locking', 'no')], path='/' + tag)),
         ('swaplocal', [('path', os.path.join(roots['swaplocal'], tag)),
-                       ('read only', 'no')])])
+                       ('read only', 'no')]),
+        # DOS attributes kept in the mode bits: a SET_INFO of them is a
+        # chmod (SMB_VFS_FCHMOD)
+        ('swapmode', s.gf2_share([('posix locking', 'no'),
+                                  ('store dos attributes', 'no')],
+                                 path='/' + tag)),
+        ('swapmodelocal', [('path', os.path.join(roots['swaplocal'], tag)),
+                           ('read only', 'no'),
+                           ('store dos attributes', 'no')])])
     try:
         for env in s.serving():
             env = dict(env)
@@ -305,6 +313,7 @@ def test_file_swapped_after_listing_is_not_opened(srv, layout):
         'the module opened the file outside the share: %r' % got
 
 
+FILE_BASIC_INFORMATION = 4
 FILE_RENAME_INFORMATION = 10
 FILE_DISPOSITION_INFORMATION = 13
 
@@ -410,3 +419,59 @@ def test_parent_swapped_before_the_change(srv, layout, what):
         'the %s through the swapped directory changed the directory '
         'outside the share: %r' % (what, got))
     assert got['swap'] == got['swaplocal'], got
+
+
+def test_mode_change_through_a_handle_swapped_for_a_symlink(srv, layout):
+    """A file opened for its attributes only (a stat open: smbd keeps its
+    path-only handle, the module has no Gluster fd for it), then deleted
+    by another client and replaced by a symlink to a file outside the
+    share; the SMB client then sets READONLY through the handle, on a
+    share that keeps DOS attributes in the mode bits (store dos
+    attributes = no), which smbd makes a chmod of the handle
+    (SMB_VFS_FCHMOD).  smbd's fstat of the handle before the change now
+    finds the symlink, so the handle looks like a symlink's: gfapi has no
+    lchmod, and the module once changed such a handle's mode by path,
+    following the symlink, without the check every other change by path
+    makes (that the name still is the object the handle opened).  The
+    file outside must keep its mode, and the answer be local's:
+    OBJECT_NAME_NOT_FOUND (glusterfs2 finds that the name is no longer
+    the object the handle opened, as for the other changes of a handle
+    whose name was swapped)."""
+    tag, roots = layout
+    got = {}
+    for share, root in (('swapmode', roots['swap']),
+                        ('swapmodelocal', roots['swaplocal'])):
+        f = os.path.join(root, tag, 'm')
+        target = os.path.join(root, tag + '-out', 'mt')
+        with open(f, 'wb') as fh:
+            fh.write(b'inside\n')
+        os.chmod(f, 0o666)
+        with open(target, 'wb') as fh:
+            fh.write(b'outside\n')
+        os.chmod(target, 0o644)
+        shutil.chown(target, srv['SMB_USER'])
+        cl = Client(srv, share)
+        st, fid = cl.create('m', disposition=s3.FILE_OPEN,
+                            access=s3.FILE_READ_ATTRIBUTES |
+                            s3.FILE_WRITE_ATTRIBUTES | s3.SYNCHRONIZE)
+        assert st == 0, smb2q.status_name(st)
+        os.unlink(f)
+        os.symlink('../%s-out/mt' % tag, f)
+        if share == 'swapmode':
+            # past the caches of the clients' lookups (md-cache)
+            time.sleep(SETTLE_S)
+        st = set_info(cl, fid, FILE_BASIC_INFORMATION,
+                      struct.pack('<QQQQII', 0, 0, 0, 0,
+                                  s3.FILE_ATTRIBUTE_READONLY, 0))
+        cl.close(fid)
+        cl.drop()
+        got[share] = (smb2q.status_name(st),
+                      oct(os.stat(target).st_mode & 0o7777))
+        os.unlink(f)
+        os.unlink(target)
+    assert got['swapmodelocal'] == ('STATUS_OBJECT_NAME_NOT_FOUND',
+                                    oct(0o644)), got
+    assert got['swapmode'][1] == oct(0o644), \
+        'the mode change through the handle reached the file outside ' \
+        'the share: %r' % got
+    assert got['swapmode'] == got['swapmodelocal'], got

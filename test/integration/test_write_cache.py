@@ -398,21 +398,33 @@ def test_registry_entry_of_a_crashed_holder(stack):
     assert status == 0, 'open after %.1f s: %s' % (took, status)
 
 
-class UnregFailSmbd(PrivateSmbd):
-    """A private smbd with fail_tdb_delete.so preloaded: the module's
-    first tdb_delete() in each process fails."""
+class ShimSmbd(PrivateSmbd):
+    """A private smbd with a fault shim preloaded (self.shim), told what
+    to do through its environment (shim_env)."""
 
     shim = None
-    mark = None
+
+    def shim_env(self):
+        return {}
 
     def smbd_env(self):
         env = super().smbd_env() or dict(os.environ)
         pre = env.get('LD_PRELOAD', '')
         env['LD_PRELOAD'] = (pre + ' ' + self.shim).strip()
-        env['GF2_FAIL_MODULE'] = self.module + '.so'
-        env['GF2_FAIL_TDB_DELETE'] = '1'
-        env['GF2_FAIL_MARK'] = self.mark
+        env.update(self.shim_env())
         return env
+
+
+class UnregFailSmbd(ShimSmbd):
+    """fail_tdb_delete.so preloaded: the module's first tdb_delete() in
+    each process fails."""
+
+    mark = None
+
+    def shim_env(self):
+        return {'GF2_FAIL_MODULE': self.module + '.so',
+                'GF2_FAIL_TDB_DELETE': '1',
+                'GF2_FAIL_MARK': self.mark}
 
 
 @pytest.fixture
@@ -680,6 +692,118 @@ def test_prefetch_goes_on_after_a_failed_cached_write(stack,
     conn.drop()
     assert closed == (0, 0), closed
     assert grew > 0, 'nothing was read ahead: prefetch stayed paused'
+
+
+class ReqFailSmbd(ShimSmbd):
+    """fail_tevent_req.so preloaded: the request state a test arms is not
+    allocated, once (see that file)."""
+
+    arm_path = None
+
+    def shim_env(self):
+        return {'GF2_FAIL_REQ_ARM': self.arm_path}
+
+    def arm(self, state_type):
+        """The next tevent_req_create of `state_type` fails."""
+        fired = self.arm_path + '.fired'
+        if os.path.exists(fired):
+            os.unlink(fired)
+        with open(self.arm_path + '.tmp', 'w') as f:
+            f.write(state_type + '\n')
+        os.chmod(self.arm_path + '.tmp', 0o666)
+        os.rename(self.arm_path + '.tmp', self.arm_path)
+
+    def fired(self):
+        return os.path.exists(self.arm_path + '.fired') and \
+            not os.path.exists(self.arm_path)
+
+
+# the write engine's send: the direct write's bridge request, the write
+# cache's waiter
+ALLOC_SHARES = {'direct': ('wcallocdirect', 'struct gf2_rw_state'),
+                'cached': ('wcalloccached', 'struct gf2_wc_waiter')}
+STATUS_NO_MEMORY = 0xc0000017
+
+
+@pytest.fixture(scope='module')
+def alloc_fails(stack):
+    """A private smbd whose module can be made to find no memory for the
+    request of one write: [wcallocdirect] without the write cache,
+    [wcalloccached] with it."""
+    if shutil.which('cc') is None:
+        pytest.fail('no C compiler to build the fault shim '
+                    'fail_tevent_req.c')
+    work = tempfile.mkdtemp(prefix='gf2-reqfail-')
+    # the arm file is read and removed as the connected user (no sticky
+    # bit: it removes a file root made)
+    os.chmod(work, 0o777)
+    shim = os.path.join(work, 'fail_tevent_req.so')
+    subprocess.run(['cc', '-shared', '-fPIC', '-Wall', '-Werror', '-o', shim,
+                    os.path.join(os.path.dirname(__file__),
+                                 'fail_tevent_req.c'), '-ldl'], check=True)
+    s = ReqFailSmbd('wcache-wait', stack)
+    s.shim = shim
+    s.arm_path = os.path.join(work, 'arm')
+    s.write_conf([], [
+        ('wcallocdirect', s.gf2_share([('kernel oplocks', 'no')])),
+        ('wcalloccached', s.gf2_share([('glusterfs2:write cache', 'yes'),
+                                       ('kernel oplocks', 'no')]))])
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.parametrize('path', ['direct', 'cached'])
+def test_prefetch_goes_on_after_a_write_that_could_not_be_sent(
+        stack, alloc_fails, path):
+    """A write whose request the write engine could not allocate (no
+    memory: fail_tevent_req.so refuses it, once) after the engine began
+    the file's change: smbd answers the write NT_STATUS_NO_MEMORY, and the
+    change must end there, or the file's prefetch stays paused for as long
+    as the process lives.  Directly (no write cache: the bridge's request)
+    and through the write cache (its waiter, under an RWH lease).  A
+    sequential read of the file afterwards, through another handle of the
+    same connection (prefetch pauses per file in the process), is read
+    ahead: the share's prefetch_bytes counter grows."""
+    share, state_type = ALLOC_SHARES[path]
+    env = {'SMB_CONF': alloc_fails.conf}
+    name = 'wc-allocfail-%s.bin' % path
+    fresh(stack, name)
+    conn = smb2q.Conn(stack['SMB_HOST'], alloc_fails.port,
+                      stack['SMB_USER'], stack['SMB_PASS'], share,
+                      timeout=120)
+    h = conn.open(name, write=True, create=True, lease_key=lease_key())
+    assert conn.granted == 'lease RWH'
+    pat = smb2q.Pattern('allocfail-' + path)
+    size = 8 * MiB
+    conn.pipeline(h, 'write', size, 64 * KiB, 4, pat)
+    assert conn.flush(h) == 0
+    alloc_fails.arm(state_type)
+    failed = conn.write(h, 0, pat.get(0, 64 * KiB))
+    fired = alloc_fails.fired()
+    # the same bytes again, sent this time
+    again = conn.write(h, 0, pat.get(0, 64 * KiB))
+    assert conn.flush(h) == 0
+    r = conn.open(name, write=False, create=False)
+    p0 = counters(env, share).get('prefetch_bytes', 0)
+    conn.pipeline(r, 'read', size, 64 * KiB, 1, pat)
+    deadline = time.monotonic() + 10
+    while True:
+        grew = counters(env, share).get('prefetch_bytes', 0) - p0
+        if grew > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    closed = (conn.close_status(r), conn.close_status(h))
+    conn.drop()
+    assert fired, 'the shim failed no allocation of %s' % state_type
+    assert (failed, again) == (STATUS_NO_MEMORY, 0), \
+        (smb2q.status_str(failed), smb2q.status_str(again))
+    assert closed == (0, 0), closed
+    assert grew > 0, 'nothing was read ahead: prefetch stayed paused ' \
+        'after the write that could not be sent'
 
 
 def test_read_waits_for_queued_writes_not_the_main_loop(stack,
