@@ -141,7 +141,22 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 			"Gluster drops a read lease on a disconnect "
 			"without telling its client\n", c->vol->volname);
 	}
+	/*
+	 * The write cache makes another process's open wait for this
+	 * process's queue through a registry of this node (a local tdb):
+	 * a CTDB head elsewhere does not wait for it, and no VFS call
+	 * comes before smbd sends a lease break to the holder, so another
+	 * head's open could read bytes older than those acknowledged here.
+	 * On a clustered Samba the option is answered as "no".
+	 */
 	c->write_cache = cfg->o.write_cache;
+	if (c->write_cache && lp_clustering()) {
+		DBG_ERR("volume %s: glusterfs2:write cache = yes is off on a "
+			"clustered Samba (clustering = yes): another node's "
+			"open would not wait for this node's queued writes\n",
+			c->vol->volname);
+		c->write_cache = false;
+	}
 	c->wc_max_wait_ms = cfg->o.wc_max_wait_ms;
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
