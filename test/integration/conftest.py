@@ -177,6 +177,16 @@ def pytest_runtest_teardown(item, nextitem):
     yield
 
 
+def pytest_sessionfinish(session):
+    """A run stopped early (-x, ^C) may have left the shared cluster up
+    for a next test that never ran: take it down if this run brought it
+    up (nothing when it is down already)."""
+    gc = sys.modules.get('gf2_cluster')
+    if gc is not None:
+        gc.next_test_uses_cluster = False
+        gc.take_down()
+
+
 def pytest_terminal_summary(terminalreporter):
     if _ci_deselected:
         terminalreporter.write_sep('=', 'deselected in CI: %d' %

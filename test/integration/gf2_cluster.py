@@ -71,10 +71,12 @@ def cluster(lock='gfapi'):
 def take_down():
     """The end of a test module's use of the cluster: down if this
     process brought it up and no test that comes next uses it."""
+    global _brought_up
     if next_test_uses_cluster:
         return
     if _brought_up and os.environ.get('GF2_CLUSTER_KEEP') != '1':
         run(CLUSTER, 'down', timeout=600, check=False)
+        _brought_up = False
 
 
 def release(lock='gfapi'):
