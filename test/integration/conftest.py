@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -161,6 +162,29 @@ def pytest_collection_modifyitems(config, items):
             tr.write_line('  deselected %s: %s' % (nodeid, reason))
         for nodeid, reason in _asan_relaxed:
             tr.write_line('  relaxed %s: %s' % (nodeid, reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Tell gf2_cluster, before a test's fixtures are torn down, whether
+    the next test is one of a module that uses test/cluster too: the
+    cluster test files then share one cluster instead of each bringing
+    one up and taking it down (gf2_cluster.take_down)."""
+    gc = sys.modules.get('gf2_cluster')
+    if gc is not None:
+        gc.next_test_uses_cluster = nextitem is not None and getattr(
+            getattr(nextitem, 'module', None), 'gf2_cluster', None) is gc
+    yield
+
+
+def pytest_sessionfinish(session):
+    """A run stopped early (-x, ^C) may have left the shared cluster up
+    for a next test that never ran: take it down if this run brought it
+    up (nothing when it is down already)."""
+    gc = sys.modules.get('gf2_cluster')
+    if gc is not None:
+        gc.next_test_uses_cluster = False
+        gc.take_down()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -2,7 +2,11 @@
 
 cluster() brings the cluster up (`test/cluster up`) if it is not up and
 returns its `test/cluster env`; take_down() runs `test/cluster down` if
-this process brought it up (GF2_CLUSTER_KEEP=1 leaves it up).  Head is one
+this process brought it up (GF2_CLUSTER_KEEP=1 leaves it up), unless the
+next test to run uses the cluster too: the test files that use it share
+one cluster, brought up once and taken down after the last of them
+(conftest.py tells which test comes next; a cluster up and a down took
+37 s and 60-90 s each in CI).  Head is one
 SMB2 session (impacket) to one address of the cluster, with the few calls
 the tests need, byte-range locks included (impacket's own SMB3.lock joins
 str() of the lock elements, which is wrong on Python 3).
@@ -21,6 +25,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 CLUSTER = os.path.join(TOP, 'test', 'cluster')
 
 _brought_up = False
+# set by conftest.py before each test's teardown: whether the next test
+# (in another module or not) is one of a module that imports this one
+next_test_uses_cluster = False
 
 
 def run(*args, timeout=600, check=True):
@@ -79,8 +86,27 @@ def cluster(lock='gfapi', share_options=()):
 
 
 def take_down():
+    """The end of a test module's use of the cluster: down if this
+    process brought it up and no test that comes next uses it."""
+    global _brought_up
+    if next_test_uses_cluster:
+        return
     if _brought_up and os.environ.get('GF2_CLUSTER_KEEP') != '1':
         run(CLUSTER, 'down', timeout=600, check=False)
+        _brought_up = False
+
+
+def release(lock='gfapi'):
+    """take_down() for a module that changed the cluster lock: when the
+    cluster stays up (it was up before this process, or GF2_CLUSTER_KEEP=1)
+    its nodes go back to LOCK, unless the next test uses the cluster (that
+    test's module asks for the lock it needs)."""
+    if next_test_uses_cluster:
+        return
+    if _brought_up and os.environ.get('GF2_CLUSTER_KEEP') != '1':
+        take_down()
+    elif env() is not None:
+        cluster(lock=lock)
 
 
 def on_node(n, *args, timeout=60, check=True):

@@ -10,7 +10,7 @@ The cluster is brought up, or its nodes restarted, with `test/cluster up
 --lock fcntl` (every node FUSE-mounts the lock volume on /run/gf2cl-lock
 and CTDB's `cluster lock` names the file there); at the end the nodes go
 back to our helper, or the cluster is taken down if these tests brought
-it up.
+it up (neither when the next test uses the cluster: gf2_cluster.release).
 """
 
 import pytest
@@ -21,15 +21,11 @@ import gf2_failover
 
 @pytest.fixture(scope='module')
 def cl():
-    was_up = gf2_cluster.env() is not None
     e = gf2_cluster.cluster(lock='fcntl')
     assert e['LOCK'] == 'fcntl' and \
         e['LOCK_HELPER'] == 'ctdb_mutex_fcntl_helper', e
     yield e
-    if was_up:
-        gf2_cluster.cluster(lock='gfapi')
-    else:
-        gf2_cluster.take_down()
+    gf2_cluster.release(lock='gfapi')
 
 
 @pytest.mark.parametrize('how', ['lockholder', 'cutoff'])
