@@ -13,11 +13,6 @@ default, trixie-backports or forky):
 - `exec --platform NAME -- ...` runs the platform's smbclient and gluster
   (EXEC, the key, too), in the checkout, with the command's exit status;
 - `status --platform NAME` checks the shares inside and from the host;
-- `up --platform NAME --rtt 1` puts the head inside the platform behind
-  the delay relay: env gives the head's address (routed from the host) as
-  SMB_HOST and an RTT_EXEC for the host, smbclient from the host lists
-  [glusterfs2] there, and test/tools/rtt-check finds the asked round trip
-  on the stack's own path, within 10%;
 - `scripts/build-deb --platform NAME` leaves build-deb/NAME/*.deb
   depending on the platform's exact samba, and test_package.py, run inside
   the platform, installs it with dpkg -i, serves a put/get with checksums
@@ -255,31 +250,6 @@ def test_status(penv):
     assert 'share [glusterfs2]: OK' in p.stdout
     assert 'from the host: //%s/local on port %s: OK' % (
         penv['SMB_HOST'], penv['SMB_PORT']) in p.stdout
-
-
-def test_rtt(info, penv):
-    p = run([STACK, 'up', '--platform', PLATFORM, '--no-build', '--rtt',
-             '1'], timeout=900)
-    assert p.returncode == 0, 'test/stack up --platform %s --rtt 1 failed:' \
-        '\n%s' % (PLATFORM, p.stderr[-4000:])
-    p = run([STACK, 'env', '--platform', PLATFORM], timeout=120)
-    assert p.returncode == 0, p.stderr
-    env = parse_env(p.stdout)
-    assert env['RTT_MS'] == '1'
-    assert env['SMB_HOST'] == info['RTT_NET'] + '.2', env['SMB_HOST']
-    assert env['RTT_HOST_ADDR'] == info['RTT_NET'] + '.1'
-    assert env['RTT_EXEC'].startswith(env['EXEC'].rstrip() + ' nsenter '), \
-        env['RTT_EXEC']
-    p = run(['smbclient', '//%s/glusterfs2' % env['SMB_HOST'], '-p',
-             env['SMB_PORT'], '-U', '%s%%%s' % (env['SMB_USER'],
-                                                env['SMB_PASS']),
-             '-c', 'ls'], timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    p = run([os.path.join(TOP, 'test', 'tools', 'rtt-check'), '--platform',
-             PLATFORM], timeout=600)
-    print(p.stdout)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.rstrip().endswith('PASS'), p.stdout
 
 
 def test_package_in_platform(info, penv):
