@@ -1,19 +1,21 @@
 /*
  * pingpong: measures TCP round trips (the test of delayrelay).
  *
- *   pingpong serve PORT [SECONDS]
- *       Echo server on 127.0.0.1:PORT: echoes every connection's bytes
- *       back (one thread per connection); exits after SECONDS (default
- *       120) or when its parent is gone.  Prints "ready" once it listens.
- *   pingpong probe COUNT SIZE PORT...
- *       One connection to 127.0.0.1:PORT for each PORT (TCP_NODELAY), then
- *       COUNT rounds; each round sends SIZE bytes on every connection in
- *       turn and waits for the echo, so that the paths are measured
- *       interleaved under the same load.  The first tenth of the rounds
- *       warms up and is not counted.  Prints one line per PORT:
- *       "PORT median_us p10_us p90_us diff_us": diff_us is the median
- *       over the rounds of this port's round trip minus the first
- *       port's in the same round (0 for the first port).
+ *   pingpong serve [ADDR:]PORT [SECONDS]
+ *       Echo server on ADDR:PORT (ADDR 127.0.0.1 when not given): echoes
+ *       every connection's bytes back (one thread per connection); exits
+ *       after SECONDS (default 120) or when its parent is gone.  Prints
+ *       "ready" once it listens.
+ *   pingpong probe COUNT SIZE [ADDR:]PORT...
+ *       One connection to each ADDR:PORT (ADDR 127.0.0.1 when not given;
+ *       TCP_NODELAY), then COUNT rounds; each round sends SIZE bytes on
+ *       every connection in turn and waits for the echo, so that the paths
+ *       are measured interleaved under the same load.  The first tenth of
+ *       the rounds warms up and is not counted.  Prints one line per
+ *       endpoint: "[ADDR:]PORT median_us p10_us p90_us diff_us" (the
+ *       endpoint as given): diff_us is the median over the rounds of this
+ *       endpoint's round trip minus the first one's in the same round (0
+ *       for the first).
  */
 
 #define _GNU_SOURCE
@@ -55,6 +57,39 @@ static int full_io(int fd, char *buf, size_t len, int reading)
 	return 0;
 }
 
+/* "[ADDR:]PORT" (an IPv4 address, 127.0.0.1 when not given) into sa */
+static int parse_endpoint(const char *spec, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(spec, ':');
+	const char *port = spec;
+	char addr[INET_ADDRSTRLEN];
+	char *end = NULL;
+	long n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (colon != NULL) {
+		size_t len = (size_t)(colon - spec);
+
+		if (len == 0 || len >= sizeof(addr)) {
+			return -1;
+		}
+		memcpy(addr, spec, len);
+		addr[len] = '\0';
+		if (inet_pton(AF_INET, addr, &sa->sin_addr) != 1) {
+			return -1;
+		}
+		port = colon + 1;
+	}
+	n = strtol(port, &end, 10);
+	if (end == port || *end != '\0' || n <= 0 || n > 65535) {
+		return -1;
+	}
+	sa->sin_port = htons((uint16_t)n);
+	return 0;
+}
+
 static void *echo(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
@@ -92,21 +127,21 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-static int serve(int port, long seconds)
+static int serve(const char *spec, long seconds)
 {
 	struct sockaddr_in sa;
 	pthread_t t;
 	int one = 1, lfd;
 
+	if (parse_endpoint(spec, &sa) != 0) {
+		fprintf(stderr, "pingpong: not [ADDR:]PORT: %s\n", spec);
+		return 2;
+	}
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (lfd < 0) {
 		die("socket");
 	}
 	(void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sa.sin_port = htons((uint16_t)port);
 	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(lfd, 64) != 0) {
 		die("bind/listen");
@@ -174,11 +209,12 @@ static int probe(long count, long size, int nports, char **ports)
 	for (i = 0; i < nports; i++) {
 		struct sockaddr_in sa;
 
+		if (parse_endpoint(ports[i], &sa) != 0) {
+			fprintf(stderr, "pingpong: not [ADDR:]PORT: %s\n",
+				ports[i]);
+			return 2;
+		}
 		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		memset(&sa, 0, sizeof(sa));
-		sa.sin_family = AF_INET;
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sa.sin_port = htons((uint16_t)atoi(ports[i]));
 		if (fds[i] < 0 ||
 		    connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 			die(ports[i]);
@@ -233,13 +269,13 @@ static int probe(long count, long size, int nports, char **ports)
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "serve") == 0) {
-		return serve(atoi(argv[2]), argc > 3 ? atol(argv[3]) : 120);
+		return serve(argv[2], argc > 3 ? atol(argv[3]) : 120);
 	}
 	if (argc >= 5 && strcmp(argv[1], "probe") == 0 &&
 	    atol(argv[2]) >= 10 && atol(argv[3]) >= 1) {
 		return probe(atol(argv[2]), atol(argv[3]), argc - 4, argv + 4);
 	}
-	fprintf(stderr, "usage: pingpong serve PORT [SECONDS] | "
-		"pingpong probe COUNT SIZE PORT...\n");
+	fprintf(stderr, "usage: pingpong serve [ADDR:]PORT [SECONDS] | "
+		"pingpong probe COUNT SIZE [ADDR:]PORT...\n");
 	return 2;
 }

@@ -62,11 +62,13 @@ def gfapi_exec(env):
     lives ([] here; on a platform its EXEC: its namespaces, its root and
     its libraries, this checkout at the same path; with `test/stack up
     --rtt MS` RTT_EXEC: the head's network namespace, so that raw gfapi
-    (fio, mdfloor) takes the same round trip to the bricks as smbd)."""
-    if platform_root(env):
-        return shlex.split(env['EXEC'])
+    (fio, mdfloor) takes the same round trip to the bricks as smbd; on a
+    platform up with --rtt, its RTT_EXEC is EXEC followed by the head's
+    namespace there)."""
     if env.get('RTT_EXEC'):
         return shlex.split(env['RTT_EXEC'])
+    if platform_root(env):
+        return shlex.split(env['EXEC'])
     return []
 
 

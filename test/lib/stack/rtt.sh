@@ -22,7 +22,15 @@
 # that two stacks never collide: namespace gf2rtt-PORT, veth gf2rPORTh
 # (host) / gf2rPORTn (namespace), addresses 10.252.(PORT mod 256).1/24 on
 # the host and .2 in the namespace (test/cluster uses 10.251.x, the test
-# platforms 10.250.x).
+# platforms 10.250.x).  GF2_STACK_RTT_NET=A.B.C sets the /24 instead: a
+# test platform's root sets it (10.253.X) for the stacks run inside it,
+# whose namespace the host reaches through the platform's, so that its
+# addresses are apart from the host's own stacks'.
+#
+# The relay listens on the address the brick host name resolves to, a
+# loopback address (127.0.0.1 here; 127.0.1.1 in a test platform's root,
+# Debian's convention there), so that every client that names the bricks
+# by that name goes through it.
 #
 # `nsenter --net` (not `ip netns exec`, which also makes a mount namespace
 # of its own) puts a process in the namespace: a FUSE mount made so is
@@ -31,7 +39,11 @@
 RTT_NETNS=gf2rtt-$DEFAULT_PORT
 RTT_VETH_HOST=gf2r${DEFAULT_PORT}h
 RTT_VETH_NS=gf2r${DEFAULT_PORT}n
-RTT_NET=10.252.$((DEFAULT_PORT % 256))
+RTT_NET=${GF2_STACK_RTT_NET:-10.252.$((DEFAULT_PORT % 256))}
+if ! [[ $RTT_NET =~ ^10\.[0-9]{1,3}\.[0-9]{1,3}$ ]]; then
+	echo "test/stack: GF2_STACK_RTT_NET=$RTT_NET: the first three numbers of a 10.x.y.0/24 network" >&2
+	exit 2
+fi
 RTT_HOST_ADDR=$RTT_NET.1
 RTT_NS_ADDR=$RTT_NET.2
 RTT_RELAY_PID=$STACK/rtt-relay.pid
@@ -72,6 +84,12 @@ rtt_valid() { # MS
 }
 
 rtt_ns_up() {
+	# a name left without its namespace (the file stays when what was
+	# mounted on it went, e.g. with a test platform taken down around it)
+	if [ -e "/run/netns/$RTT_NETNS" ] && ! mountpoint -q "/run/netns/$RTT_NETNS"; then
+		log "removing the stale name of namespace $RTT_NETNS"
+		rm -f "/run/netns/$RTT_NETNS"
+	fi
 	if [ ! -e "/run/netns/$RTT_NETNS" ]; then
 		log "creating network namespace $RTT_NETNS ($RTT_NS_ADDR, host side $RTT_HOST_ADDR)"
 		ip netns add "$RTT_NETNS" || die "ip netns add $RTT_NETNS failed"
@@ -115,9 +133,22 @@ rtt_max_brick_port() {
 		awk '$1 == "Brick" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $i >= 49152) { if ($i > m) m = $i; break } } END { print m + 0 }'
 }
 
+# The address the brick host name resolves to (IPv4, the first one, as
+# the clients' resolver takes it): where the relay listens
+rtt_listen_addr() {
+	local a
+	a=$(getent ahostsv4 "$(host_name)" | awk 'NR == 1 { print $1 }')
+	case $a in
+	127.*) echo "$a" ;;
+	*) die "host name '$(host_name)' resolves to '$a', not an IPv4 loopback address: no place for the relay" ;;
+	esac
+}
+
 # rtt_relay_start MS: (re)start the relay when it is not running with MS
+# (listening on rtt_listen_addr)
 rtt_relay_start() {
-	local ms=$1 dir relay max last=$RTT_BRICK_MAX pid cmd
+	local ms=$1 dir relay max last=$RTT_BRICK_MAX pid cmd listen
+	listen=$(rtt_listen_addr)
 	dir=$("$ROOT/test/tools/build" delayrelay) || die "building test/tools/delayrelay failed"
 	relay=$dir/delayrelay
 	max=$(rtt_max_brick_port)
@@ -126,16 +157,17 @@ rtt_relay_start() {
 	pid=$(rtt_relay_pid || true)
 	if [ -n "$pid" ]; then
 		cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline")
-		if [[ $cmd == *" --rtt $ms "* ]] && [ ! "$relay" -nt "/proc/$pid" ]; then
+		if [[ $cmd == *" --rtt $ms "* ]] && [[ $cmd == *" $listen:"* ]] &&
+			[ ! "$relay" -nt "/proc/$pid" ]; then
 			return 0
 		fi
 		rtt_relay_stop
 	fi
 	log "starting the delay relay in $RTT_NETNS: round trip $ms ms," \
-		"127.0.0.1:$RTT_GLUSTERD_PORT and :$RTT_BRICK_BASE-$last -> $RTT_HOST_ADDR"
+		"$listen:$RTT_GLUSTERD_PORT and :$RTT_BRICK_BASE-$last -> $RTT_HOST_ADDR"
 	"${RTT_EXEC_ARGV[@]}" setsid "$relay" --rtt "$ms" --pidfile "$RTT_RELAY_PID" \
-		"127.0.0.1:$RTT_GLUSTERD_PORT=$RTT_HOST_ADDR" \
-		"127.0.0.1:$RTT_BRICK_BASE-$last=$RTT_HOST_ADDR" \
+		"$listen:$RTT_GLUSTERD_PORT=$RTT_HOST_ADDR" \
+		"$listen:$RTT_BRICK_BASE-$last=$RTT_HOST_ADDR" \
 		</dev/null >"$RTT_RELAY_LOG" 2>&1 9>&- &
 	wait_for 10 "relay" grep -qx ready "$RTT_RELAY_LOG" ||
 		die "the delay relay did not start: $(cat "$RTT_RELAY_LOG")"
