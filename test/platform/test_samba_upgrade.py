@@ -146,16 +146,17 @@ def scene():
                    and l.split('\t')[2].startswith('ii'))
     assert 'samba' in names, p.stdout
     olds = {}
+    p = root.chroot('apt-cache', 'show', *names)
+    assert p.returncode == 0, p.stdout
+    for st in split_stanzas(p.stdout):
+        name = field(st, 'Package')
+        src = field(st, 'Source') or ''
+        m = re.match(r'^samba \((.*)\)$', src)
+        src_ver = m.group(1) if m else field(st, 'Version')
+        if name in names and name not in olds and src_ver == old and \
+                (m or src in ('', 'samba')):
+            olds[name] = drop_fields(st, ARCHIVE_ONLY)
     for name in names:
-        p = root.chroot('apt-cache', 'show', name)
-        assert p.returncode == 0, p.stdout
-        for st in split_stanzas(p.stdout):
-            src = field(st, 'Source') or ''
-            m = re.match(r'^samba \((.*)\)$', src)
-            src_ver = m.group(1) if m else field(st, 'Version')
-            if src_ver == old and (m or src in ('', 'samba')):
-                olds[name] = drop_fields(st, ARCHIVE_ONLY)
-                break
         assert name in olds, ('no stanza of %s built from samba %s in the '
                               'apt lists of %s' % (name, old, PLATFORM))
     with open(os.path.join(root.path, 'var/lib/dpkg/status')) as f:
