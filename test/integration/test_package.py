@@ -7,7 +7,7 @@ machine's smbds load is never touched.
      waf, scripts/, debian/, docs/, smb.conf.examples/, README); otherwise
      scripts/build-deb builds it (about 10-15 s with a warm Samba cache).
      Its control fields and contents are checked: Depends on the
-     installed samba version up to the next upstream release, and on
+     installed samba version up to the next release series, and on
      libgfapi0, the module in
      MODULESDIR/vfs, the manual page, every example configuration.
   2. A private mount namespace (PackageRoot: a `sleep` started by
@@ -78,6 +78,14 @@ def newest_input_mtime():
         'wafbuild', '.debhelper', PKG, '__pycache__'), skip_file=product)
 
 
+def next_series(version):
+    """2:4.17.12+dfsg-0+deb12u4 -> 2:4.18~: the first version of the next
+    release series, the epoch kept."""
+    m = re.match(r'^(\d+:)?(\d+)\.(\d+)\.\d+', version)
+    assert m, version
+    return '%s%s.%d~' % (m.group(1) or '', m.group(2), int(m.group(3)) + 1)
+
+
 def dpkg_status(pkg):
     p = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev}', pkg])
     return p.stdout.strip() if p.returncode == 0 else ''
@@ -128,13 +136,14 @@ def test_package_build_install_serve_remove(stack, tmp_path):
                          'samba']).stdout.strip()
     assert fields['Package'] == PKG
     depends = [d.strip() for d in fields['Depends'].split(',')]
-    # from the installed revision to the next upstream release
+    # from the installed revision to the next release series
     # (test_samba_updates_with_the_package checks the bounds and apt)
     assert 'samba (>= %s)' % samba_version in depends, \
         'Depends does not start at the installed samba %s: %s' % (
             samba_version, fields['Depends'])
-    assert any(re.match(r'^samba \(<< \d+:\d+\.\d+\.\d+~\)$', d)
-               for d in depends), fields['Depends']
+    assert 'samba (<< %s)' % next_series(samba_version) in depends, \
+        'Depends does not end below the next release series %s: %s' % (
+            next_series(samba_version), fields['Depends'])
     assert any(d.startswith('libgfapi0') for d in depends), fields['Depends']
     mdir = modulesdir()
     target = os.path.join(mdir, 'vfs', 'glusterfs2.so')
@@ -291,24 +300,30 @@ def test_package_build_install_serve_remove(stack, tmp_path):
 # Samba's updates with samba-vfs-glusterfs2 installed: what apt does.
 #
 # The package depends on `samba (>= the revision it was built against)` and
-# `samba (<< the next upstream patch release)` (debian/control,
+# `samba (<< the next release series)` (debian/control,
 # debian/samba-version).  This checks both bounds, then lets apt simulate
 # the upgrades an admin (or unattended-upgrades) would run, with apt and
 # dpkg state of the test's own, so nothing of the machine changes:
 #
 #   1. The .deb's Depends (dpkg-deb -f) against the installed samba's
 #      version and against versions around it (dpkg --compare-versions):
-#      the installed revision and a later Debian revision of the same
-#      upstream release are accepted, an earlier revision and the next
-#      upstream release are not.
+#      the installed revision, a later Debian revision of the same
+#      upstream release and the next patch release of the series are
+#      accepted, an earlier revision and the next release series are not.
 #   2. A private dpkg status (the machine's, plus the package as installed)
 #      and a local file repository that holds a newer Debian revision of
 #      every installed package built from the samba source (their control
 #      data from dpkg, the revision's last number one higher, as a security
 #      update is numbered): `apt-get -s upgrade` upgrades samba, keeps
 #      nothing back and removes nothing.
-#   3. The same with the next upstream release in the repository (a new
-#      series or patch release needs a rebuild of the module):
+#   3. The same with the next patch release of the series in the
+#      repository (how Debian 13 ships samba's security fixes; the module
+#      loads into it, and test/samba-revisions --platform trixie runs the
+#      core so): `apt-get -s upgrade` takes it too, nothing kept back or
+#      removed (test/platform/test_samba_upgrade.py does the same in the
+#      Debian 13 root with the archive's real versions).
+#   4. The same with the next release series in the repository (a new
+#      series needs a rebuild of the module, which refuses to load):
 #      `apt-get -s upgrade` keeps samba back instead of breaking the share,
 #      and `apt-get -s dist-upgrade` would remove the module, which is why
 #      README's "Upgrading Samba" says to rebuild first.
@@ -457,9 +472,10 @@ def test_samba_updates_with_the_package(stack, tmp_path):
         'a later revision %s of the same release does not satisfy %s' % (
             newer, depends)
     nxt = installed.replace(up, next_up, 1)
-    assert not version_ok(nxt, depends), \
-        'the next upstream release %s satisfies %s' % (nxt, depends)
-    series = installed.replace(up, '%s.%d.0' % (major, int(minor) + 1), 1)
+    assert version_ok(nxt, depends), \
+        'the next patch release %s does not satisfy %s' % (nxt, depends)
+    next_minor = '%s.%d.0' % (major, int(minor) + 1)
+    series = installed.replace(up, next_minor, 1)
     assert not version_ok(series, depends), \
         'the next release series %s satisfies %s' % (series, depends)
     if earlier:
@@ -496,16 +512,27 @@ def test_samba_updates_with_the_package(stack, tmp_path):
         assert re.search(r'^Inst %s ' % re.escape(name), out, re.M), \
             '%s is not upgraded with samba:\n%s' % (name, out)
 
-    # 3. the next upstream release: samba kept back, the share kept
-    apt = PrivateApt(str(tmp_path / 'apt-upstream'), status)
+    # 3. the next patch release of the series: taken, the share kept
+    apt = PrivateApt(str(tmp_path / 'apt-patch'), status)
     apt.publish(stanzas(pkgs, lambda s: s.replace(up, next_up)))
     out = apt.simulate('upgrade')
     print('apt-get -s upgrade, samba %s offered:\n%s' % (nxt, out))
+    assert re.search(r'^Inst samba \[%s\] \(%s ' % (
+        re.escape(installed), re.escape(nxt)), out, re.M), \
+        'samba %s is not upgraded to %s:\n%s' % (installed, nxt, out)
+    assert not kept_back(out), 'kept back: %s' % kept_back(out)
+    assert not re.search(r'^Remv ', out, re.M), 'apt removes:\n' + out
+
+    # 4. the next release series: samba kept back, the share kept
+    apt = PrivateApt(str(tmp_path / 'apt-series'), status)
+    apt.publish(stanzas(pkgs, lambda s: s.replace(up, next_minor)))
+    out = apt.simulate('upgrade')
+    print('apt-get -s upgrade, samba %s offered:\n%s' % (series, out))
     assert SAMBA in kept_back(out), \
-        'samba %s is not kept back:\n%s' % (nxt, out)
+        'samba %s is not kept back:\n%s' % (series, out)
     assert not re.search(r'^(Inst|Remv) (samba|%s) ' % PKG, out, re.M), out
     out = apt.simulate('dist-upgrade')
-    print('apt-get -s dist-upgrade, samba %s offered:\n%s' % (nxt, out))
+    print('apt-get -s dist-upgrade, samba %s offered:\n%s' % (series, out))
     assert re.search(r'^Remv %s ' % re.escape(PKG), out, re.M), \
         'dist-upgrade to %s keeps the module built for %s:\n%s' % (
-            nxt, installed, out)
+            series, installed, out)
