@@ -226,18 +226,6 @@ static int gf2_volume_set_xlators(glfs_t *fs,
 			  "cache-samba-metadata", "true",
 			  "enable md-cache samba metadata caching", false);
 	/*
-	 * Every smbd process is a Gluster client of its own, and md-cache
-	 * answers a stat from what this process saw last for its timeout:
-	 * a file another connection (another smbd process of this node)
-	 * had just written showed its old size at the next CREATE (0 where
-	 * a local share gives the size written; test_bad_requests.py,
-	 * gentest).  Keep nothing past the call that fetched it; what the
-	 * module keeps after listings is its own metadata cache's, with
-	 * its own rules.
-	 */
-	gf2_xlator_option(fs, p->volname, "*-md-cache", "md-cache-timeout",
-			  "0", "set the md-cache timeout", false);
-	/*
 	 * Client-side io-threads sits above md-cache: every call, even one
 	 * md-cache answers from memory, would hop to one of its threads and
 	 * back.  smbd's calls are either asynchronous already (the data
