@@ -36,8 +36,8 @@ import pytest
 
 from conftest import TOP
 from gf2_logs import log_offsets, panics_since
-from gf2_smb2 import CREATE_REQ, Client, close_packet, request, s3, smb2q, \
-    smb3, status_name
+from gf2_smb2 import CREATE_REQ, Client, close_packet, create_eof, request, \
+    s3, smb2q, smb3, status_name
 
 SHARES = ('glusterfs2', 'local')
 
@@ -380,6 +380,41 @@ def test_directory_sizes(env):
         out[share] = (('create', created), ('standard', standard),
                       ('network open', network))
     compare(env, 'directory sizes', out)
+
+
+@pytest.mark.xfail(strict=True, reason='the stat md-cache keeps in each '
+                   'smbd process\'s Gluster client for its timeout (1 s '
+                   'without upcalls), as through the stock module; '
+                   'vfs_glusterfs2(8), metadata')
+def test_size_written_by_another_connection(env):
+    """A file written through one connection (one smbd process) and opened
+    right after through another: local gives the size just written in the
+    CREATE's EndOfFile.  Each smbd process has a Gluster client of its
+    own, whose md-cache keeps the file's stat from the second connection's
+    earlier look at it for md-cache's timeout (1 s on a volume that does
+    not announce changes), so glusterfs2 gives the old size within that
+    second (gentest seed 4640, op 763: 0 where local gave 0x99e7a).  With
+    md-cache's timeout 0 in the module's client this passes, at 2-7x the
+    time for small files (docs/results.md); a strict xfail until a
+    cheaper way is found."""
+    end = 0x99e7a
+    out = {}
+    for share, cl in env['clients'].items():
+        other = Client(env['stack'], share)
+        try:
+            path = '%s\\eof-%s' % (env['top'], uuid.uuid4().hex[:8])
+            st, fid = cl.create(path, disposition=s3.FILE_CREATE)
+            assert st == 0, (share, status_name(st))
+            before = create_eof(other.conn, other.conn.tid, path)
+            st, n = cl.write(fid, end - 4096, b'w' * 4096)
+            assert (st, n) == (0, 4096), (share, status_name(st), n)
+            after = create_eof(other.conn, other.conn.tid, path)
+            cl.close(fid)
+        finally:
+            other.drop()
+        out[share] = (('before', before), ('after', after))
+    compare(env, 'size written by another connection', out,
+            expected=(('before', 0), ('after', end)))
 
 
 # -- names ----------------------------------------------------------------
