@@ -200,15 +200,7 @@ def lease_break_seen(cl, holder_addr, opener_addr):
 
         t = threading.Thread(target=do_open)
         t.start()
-        deadline = time.monotonic() + 40
-        while not holder.breaks and time.monotonic() < deadline:
-            holder.timeout = max(1, deadline - time.monotonic())
-            try:
-                for _ in holder.recv_responses():
-                    pass
-            except smb2q.Failure:
-                break
-        holder.settle()
+        holder.await_break(40)
         t.join(60)
         assert not t.is_alive(), 'the opener never got an answer'
         acked = holder.breaks[0]['acked'] if holder.breaks else False

@@ -110,32 +110,16 @@ def serving_pid(cl, node, conn):
                            str(node)).stdout.split()
     inodes = set()
     for pid in pids:
-        for name in ('tcp', 'tcp6'):
-            try:
-                with open('/proc/%s/net/%s' % (pid, name)) as f:
-                    lines = f.readlines()[1:]
-            except OSError:
-                continue
-            for line in lines:
-                parts = line.split()
-                if int(parts[1].rsplit(':', 1)[1], 16) == rport and \
-                        int(parts[2].rsplit(':', 1)[1], 16) == lport:
-                    inodes.add('socket:[%s]' % parts[9])
+        inodes = smb2q.tcp_socket_inodes(
+            ('/proc/%s/net/tcp' % pid, '/proc/%s/net/tcp6' % pid),
+            lport, rport)
         if inodes:
             break
-    for pid in pids:
-        try:
-            fds = os.listdir('/proc/%s/fd' % pid)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink('/proc/%s/fd/%s' % (pid, fd)) in inodes:
-                    return int(pid)
-            except OSError:
-                pass
-    raise AssertionError('no process of node %d serves the connection from '
-                         'port %d' % (node, lport))
+    pid = smb2q.pid_holding(inodes, pids)
+    if pid is None:
+        raise AssertionError('no process of node %d serves the connection '
+                             'from port %d' % (node, lport))
+    return pid
 
 
 # smbd sets a handle's write time 2 s after its first write, and that
@@ -206,15 +190,7 @@ def test_acknowledged_bytes_are_read_through_another_head(cl):
     try:
         t = threading.Thread(target=open_and_read)
         t.start()
-        deadline = time.monotonic() + 40
-        while not holder.breaks and time.monotonic() < deadline:
-            holder.timeout = max(1, deadline - time.monotonic())
-            try:
-                for _ in holder.recv_responses():
-                    pass
-            except smb2q.Failure:
-                break
-        holder.settle()
+        holder.await_break(40)
         t.join(120)
         assert not t.is_alive(), 'head 2 never answered its read'
         assert 'status' not in out, 'head 2: open or read failed: %s' % \

@@ -229,18 +229,12 @@ def first_mismatch(expected, got):
     return n
 
 
-def local_peer_pid(sock):
-    """PID of the local process that holds the other end of the TCP
-    connection `sock` (the smbd child serving it when the server runs on
-    this machine), or None when it cannot be found (remote server, no
-    permission)."""
-    try:
-        lport = sock.getsockname()[1]
-        rport = sock.getpeername()[1]
-    except OSError:
-        return None
-    targets = set()
-    for name in ('/proc/net/tcp', '/proc/net/tcp6'):
+def tcp_socket_inodes(tables, lport, rport):
+    """The socket inodes ('socket:[N]', as /proc/PID/fd links read) of the
+    TCP connections from local port rport to local port lport listed in
+    the /proc net tables named (tcp, tcp6 of a network namespace)."""
+    inodes = set()
+    for name in tables:
         try:
             with open(name) as f:
                 lines = f.readlines()[1:]
@@ -252,24 +246,43 @@ def local_peer_pid(sock):
                 continue
             if int(parts[1].rsplit(':', 1)[1], 16) == rport and \
                     int(parts[2].rsplit(':', 1)[1], 16) == lport:
-                targets.add('socket:[%s]' % parts[9])
-    if not targets:
-        return None
-    me = os.getpid()
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit() or int(pid) == me:
-            continue
+                inodes.add('socket:[%s]' % parts[9])
+    return inodes
+
+
+def pid_holding(inodes, pids):
+    """The first of pids that has one of the socket inodes open, or None."""
+    for pid in pids:
         try:
             fds = os.listdir('/proc/%s/fd' % pid)
         except OSError:
             continue
         for fd in fds:
             try:
-                if os.readlink('/proc/%s/fd/%s' % (pid, fd)) in targets:
+                if os.readlink('/proc/%s/fd/%s' % (pid, fd)) in inodes:
                     return int(pid)
             except OSError:
                 pass
     return None
+
+
+def local_peer_pid(sock):
+    """PID of the local process that holds the other end of the TCP
+    connection `sock` (the smbd child serving it when the server runs on
+    this machine), or None when it cannot be found (remote server, no
+    permission)."""
+    try:
+        lport = sock.getsockname()[1]
+        rport = sock.getpeername()[1]
+    except OSError:
+        return None
+    targets = tcp_socket_inodes(('/proc/net/tcp', '/proc/net/tcp6'),
+                                lport, rport)
+    if not targets:
+        return None
+    me = os.getpid()
+    return pid_holding(targets, (pid for pid in os.listdir('/proc')
+                                 if pid.isdigit() and int(pid) != me))
 
 
 def parent_pid(pid):
@@ -742,6 +755,20 @@ class Conn:
             raise Failure('create %r on share %r failed: %s' % (
                 path, self.share, status_str(e.get_error_code())))
         return fid
+
+    def await_break(self, secs):
+        """Read (and answer) what the server sends until a break has come
+        or secs have passed, then collect the acknowledgements still out;
+        a connection the server closed ends the wait."""
+        deadline = time.monotonic() + secs
+        while not self.breaks and time.monotonic() < deadline:
+            self.timeout = max(1, deadline - time.monotonic())
+            try:
+                for _ in self.recv_responses():
+                    pass
+            except Failure:
+                break
+        self.settle()
 
     def settle(self):
         """Collect the answers to break acknowledgements still out."""
