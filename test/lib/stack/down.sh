@@ -28,7 +28,7 @@ cmd_down() {
 	fi
 
 	# volumes
-	local vol pids started
+	local vol pids
 	if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
 		for vol in $OUR_VOLUMES; do
 			if volume_exists "$vol"; then
@@ -60,32 +60,9 @@ cmd_down() {
 		rm -rf "${BRICKROOT:?}"
 	fi
 
-	# glusterd: stopped by the last of its users, if a test/stack up
-	# started it (this stack's or another's); left running while any
-	# volume exists (another stack's, a cluster's) or a process registered
-	# in GLUSTERD_USERS runs.  Under the machine's stack lock, after our
-	# volumes went: of two stacks going down together the second sees
-	# neither's volume.
+	# glusterd: stopped by the last of its users, if a stack started it
 	take_host_lock
-	started=$(state_get STARTED_GLUSTERD 0)
-	if [ "$started" = 1 ] || glusterd_started_by_a_stack; then
-		local others="" users=""
-		pids=$(host_pgrep -x glusterd | tr '\n' ' ')
-		if [ -n "${pids// /}" ] && glusterd_answers; then
-			others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
-		fi
-		users=$(glusterd_users | tr '\n' ' ')
-		if [ -n "${others// /}" ]; then
-			log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
-		elif [ -n "${users// /}" ]; then
-			log "leaving glusterd running (started by test/stack up, but in use by: $users)"
-		elif [ -n "${pids// /}" ]; then
-			log "stopping glusterd ($pids), which test/stack up had started"
-			# shellcheck disable=SC2086
-			kill_pids glusterd $pids
-			rm -f "$GLUSTERD_MARK"
-		fi
-	fi
+	stop_glusterd_if_last
 	drop_host_lock
 
 	rm -rf "${LOCAL:?}"

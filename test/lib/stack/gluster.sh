@@ -243,6 +243,35 @@ ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
 	fi
 }
 
+# down: glusterd stopped by the last of its users, if a test/stack up
+# started it (this stack's, by the state, or another's, by GLUSTERD_MARK);
+# left running while any volume exists (another stack's, a cluster's) or
+# a process registered in GLUSTERD_USERS runs.  Called under the host lock,
+# after this stack's volumes went: of two stacks going down together the
+# second sees neither's volume.
+stop_glusterd_if_last() {
+	local started pids others="" users=""
+	started=$(state_get STARTED_GLUSTERD 0)
+	if [ "$started" != 1 ] && ! glusterd_started_by_a_stack; then
+		return 0
+	fi
+	pids=$(host_pgrep -x glusterd | tr '\n' ' ')
+	if [ -n "${pids// /}" ] && glusterd_answers; then
+		others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
+	fi
+	users=$(glusterd_users | tr '\n' ' ')
+	if [ -n "${others// /}" ]; then
+		log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
+	elif [ -n "${users// /}" ]; then
+		log "leaving glusterd running (started by test/stack up, but in use by: $users)"
+	elif [ -n "${pids// /}" ]; then
+		log "stopping glusterd ($pids), which test/stack up had started"
+		# shellcheck disable=SC2086
+		kill_pids glusterd $pids
+		rm -f "$GLUSTERD_MARK"
+	fi
+}
+
 fuse_source() {
 	{ findmnt -n -o SOURCE --mountpoint "$FUSE" 2>/dev/null || true; } | head -n 1
 }
