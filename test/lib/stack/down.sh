@@ -70,7 +70,19 @@ cmd_down() {
 	rm -f "$STATE"
 
 	if [ "$purge" = 1 ]; then
-		delete_users
+		# the users are every stack's: kept while glusterd serves any
+		# volume (another stack's)
+		take_host_lock
+		local left=""
+		if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
+			left=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
+		fi
+		if [ -n "${left// /}" ]; then
+			log "keeping the test users (glusterd serves other volumes: $left)"
+		else
+			delete_users
+		fi
+		drop_host_lock
 		exec 9>&-
 		rm -rf "${STACK:?}"
 	fi
