@@ -62,7 +62,12 @@ The tests (each prints its timings; run pytest with -s to see them):
      /tmp/gf2-glusterd-restarts.log); the open file keeps being written and
      read with checksums, and new tree connects ([fault], [other]) succeed
      afterwards.  Finally every brick of VOL (the stack's volume) is
-     checked online (`volume start VOL force` if one is not).
+     checked online (`volume start VOL force` if one is not).  If
+     test/stack recorded the glusterd stopped as one a stack started
+     (/run/gf2-stack/glusterd-started), the new one takes its place there,
+     so that the last stack down still stops it.  It restarts the
+     machine's glusterd under every other user of it: CI runs it alone,
+     after the other parts (.ci/run).
   3. test_volume_stopped_under_open_share: one SMB connection with a tree
      connect to [fault] and a file open; `volume stop VOLfault force`;
      a read and a write on the open file, a listing and an open each fail
@@ -383,9 +388,31 @@ def restart_glusterd(why):
             raise AssertionError('glusterd does not answer after restart')
         time.sleep(0.3)
     down = time.time() - t0
+    new = glusterd_pids()
     restart_log('glusterd started again, pid %s, answered after %.1f s' % (
-        glusterd_pids(), down))
+        new, down))
+    carry_stack_mark(old[0], new)
     return down
+
+
+# test/stack's record of a glusterd that a stack's `up` started (the last
+# stack down stops it: test/stack usage, "down")
+GLUSTERD_MARK = '/run/gf2-stack/glusterd-started'
+
+
+def carry_stack_mark(old, new):
+    """The glusterd started again takes the place of the one stopped in
+    test/stack's record, if it was there: a stack started that one, and
+    the last stack down must stop this one as it would have that."""
+    try:
+        with open(GLUSTERD_MARK) as f:
+            mark = f.read().strip()
+    except OSError:
+        return
+    if mark == str(old) and len(new) == 1:
+        with open(GLUSTERD_MARK, 'w') as f:
+            f.write('%d\n' % new[0])
+        restart_log('%s: pid %d in place of %d' % (GLUSTERD_MARK, new[0], old))
 
 
 def ensure_volume_online(vol):

@@ -6,7 +6,15 @@
 
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
-STACK=$ROOT/.stack
+# The stack's directory: .stack/ at the top of the checkout, or
+# GF2_STACK_DIR (an absolute path), so that one checkout can run a second
+# stack beside its own (CI's conformance part beside its end-to-end part,
+# each with its own GF2_STACK_PORT and volumes).
+STACK=${GF2_STACK_DIR:-$ROOT/.stack}
+case $STACK in
+/*) ;;
+*) echo "test/stack: GF2_STACK_DIR=$STACK: an absolute path, please" >&2; exit 2 ;;
+esac
 STATE=$STACK/state
 SMBDIR=$STACK/smb
 CONF=$SMBDIR/smb.conf
@@ -142,6 +150,32 @@ kill_pids() { # WHAT PID...
 		[ -n "$alive" ] || return 0
 		sleep 0.1
 	done
+}
+
+# What the stacks of this machine share (glusterd, the Unix test users):
+# /run/gf2-stack, a file system of this boot (a test platform's root has
+# its own /run).  HOST_LOCK serialises glusterd's start and stop, the
+# volume creation that follows a start, and the users' creation among
+# every stack; GLUSTERD_MARK holds the pid of a glusterd that a test/stack
+# up started; GLUSTERD_USERS/PID marks a process that uses glusterd
+# without a stack volume of its own (test/run-all --only cluster).
+HOST_SHARED=/run/gf2-stack
+HOST_LOCK=$HOST_SHARED/lock
+GLUSTERD_MARK=$HOST_SHARED/glusterd-started
+GLUSTERD_USERS=$HOST_SHARED/glusterd-users
+
+# take_host_lock / drop_host_lock: file descriptor 8 (9 is the stack's
+# own lock); every daemon started with it held closes it (8>&-).
+take_host_lock() {
+	mkdir -p "$HOST_SHARED"
+	exec 8> "$HOST_LOCK"
+	if ! flock -w 600 8; then
+		die "another test/stack holds $HOST_LOCK for 10 minutes"
+	fi
+}
+
+drop_host_lock() {
+	exec 8>&-
 }
 
 port_listeners() { # PORT -> "pid ..." of listeners, or "?" if unknown owner

@@ -28,7 +28,7 @@ cmd_down() {
 	fi
 
 	# volumes
-	local vol pids started
+	local vol pids
 	if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
 		for vol in $OUR_VOLUMES; do
 			if volume_exists "$vol"; then
@@ -60,29 +60,29 @@ cmd_down() {
 		rm -rf "${BRICKROOT:?}"
 	fi
 
-	# glusterd, only if we started it
-	started=$(state_get STARTED_GLUSTERD 0)
-	if [ "$started" = 1 ]; then
-		local others=""
-		pids=$(host_pgrep -x glusterd | tr '\n' ' ')
-		if [ -n "${pids// /}" ] && glusterd_answers; then
-			others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
-		fi
-		if [ -n "${others// /}" ]; then
-			log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
-		elif [ -n "${pids// /}" ]; then
-			log "stopping glusterd ($pids), which test/stack up had started"
-			# shellcheck disable=SC2086
-			kill_pids glusterd $pids
-		fi
-	fi
+	# glusterd: stopped by the last of its users, if a stack started it
+	take_host_lock
+	stop_glusterd_if_last
+	drop_host_lock
 
 	rm -rf "${LOCAL:?}"
 	rmdir "$FUSE" 2>/dev/null || true
 	rm -f "$STATE"
 
 	if [ "$purge" = 1 ]; then
-		delete_users
+		# the users are every stack's: kept while glusterd serves any
+		# volume (another stack's)
+		take_host_lock
+		local left=""
+		if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
+			left=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
+		fi
+		if [ -n "${left// /}" ]; then
+			log "keeping the test users (glusterd serves other volumes: $left)"
+		else
+			delete_users
+		fi
+		drop_host_lock
 		exec 9>&-
 		rm -rf "${STACK:?}"
 	fi

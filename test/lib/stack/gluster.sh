@@ -62,11 +62,13 @@ volume_bricks() { # VOL -> host:path lines
 # stack was left behind (stopped without `down`), not in use.
 brick_of_dead_stack() { # BRICKPATH
 	local path=$1 other pid
+	# a stack's directory: CHECKOUT/.stack, or GF2_STACK_DIR's (a second
+	# stack of a checkout, .stack-NAME in CI)
 	case $path in
-	*/.stack/bricks/*) other=${path%%/.stack/bricks/*} ;;
+	*/.stack/bricks/* | */.stack-*/bricks/*) other=${path%/bricks/*} ;;
 	*) return 1 ;;
 	esac
-	for pidfile in "$other"/.stack/smb/run/smbd*.pid; do
+	for pidfile in "$other"/smb/run/smbd*.pid; do
 		[ -f "$pidfile" ] || continue
 		pid=$(head -n 1 "$pidfile" 2>/dev/null)
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -126,7 +128,7 @@ ensure_glusterd() {
 	fi
 	if [ -z "$(glusterd_pid)" ]; then
 		log "starting glusterd"
-		glusterd 9>&- || die "glusterd failed to start (see /var/log/glusterfs/glusterd.log)"
+		glusterd 8>&- 9>&- || die "glusterd failed to start (see /var/log/glusterfs/glusterd.log)"
 		state_set STARTED_GLUSTERD 1
 	fi
 	if ! wait_for 60 "glusterd" glusterd_answers; then
@@ -135,7 +137,37 @@ ensure_glusterd() {
 	fi
 	if [ "$(state_get STARTED_GLUSTERD 0)" = 1 ]; then
 		state_set GLUSTERD_PID "$(glusterd_pid)"
+		# for every stack: the last one down stops it
+		mkdir -p "$HOST_SHARED"
+		glusterd_pid > "$GLUSTERD_MARK"
 	fi
+}
+
+# Did a test/stack up start the glusterd running now (this stack's or
+# another's)?  By the pid it recorded.
+glusterd_started_by_a_stack() {
+	local mark pid
+	mark=$(head -n 1 "$GLUSTERD_MARK" 2>/dev/null | tr -dc '0-9')
+	pid=$(glusterd_pid)
+	[ -n "$mark" ] && [ "$mark" = "$pid" ]
+}
+
+# The live processes registered in GLUSTERD_USERS (stale entries, of
+# processes gone, are removed): "PID (what it wrote)" lines.
+glusterd_users() {
+	local f pid
+	for f in "$GLUSTERD_USERS"/*; do
+		[ -f "$f" ] || continue
+		pid=${f##*/}
+		case $pid in
+		*[!0-9]* | "") continue ;;
+		esac
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "$pid ($(head -c 200 "$f" | head -n 1))"
+		else
+			rm -f "$f"
+		fi
+	done
 }
 
 ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
@@ -211,6 +243,35 @@ ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
 	fi
 }
 
+# down: glusterd stopped by the last of its users, if a test/stack up
+# started it (this stack's, by the state, or another's, by GLUSTERD_MARK);
+# left running while any volume exists (another stack's, a cluster's) or
+# a process registered in GLUSTERD_USERS runs.  Called under the host lock,
+# after this stack's volumes went: of two stacks going down together the
+# second sees neither's volume.
+stop_glusterd_if_last() {
+	local started pids others="" users=""
+	started=$(state_get STARTED_GLUSTERD 0)
+	if [ "$started" != 1 ] && ! glusterd_started_by_a_stack; then
+		return 0
+	fi
+	pids=$(host_pgrep -x glusterd | tr '\n' ' ')
+	if [ -n "${pids// /}" ] && glusterd_answers; then
+		others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
+	fi
+	users=$(glusterd_users | tr '\n' ' ')
+	if [ -n "${others// /}" ]; then
+		log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
+	elif [ -n "${users// /}" ]; then
+		log "leaving glusterd running (started by test/stack up, but in use by: $users)"
+	elif [ -n "${pids// /}" ]; then
+		log "stopping glusterd ($pids), which test/stack up had started"
+		# shellcheck disable=SC2086
+		kill_pids glusterd $pids
+		rm -f "$GLUSTERD_MARK"
+	fi
+}
+
 fuse_source() {
 	{ findmnt -n -o SOURCE --mountpoint "$FUSE" 2>/dev/null || true; } | head -n 1
 }
@@ -242,7 +303,7 @@ ensure_fuse() {
 	if [ -z "$(fuse_source)" ]; then
 		mkdir -p "$FUSE"
 		log "mounting $want on $FUSE"
-		in_head timeout 120 mount -t glusterfs "$want" "$FUSE" 9>&- ||
+		in_head timeout 120 mount -t glusterfs "$want" "$FUSE" 8>&- 9>&- ||
 			die "mount -t glusterfs $want $FUSE failed (see /var/log/glusterfs/)"
 	fi
 	wait_for 30 "FUSE mount" timeout 10 stat "$FUSE/." ||

@@ -102,7 +102,9 @@ cmd_up() {
 	state_set UP 0
 	state_set STACK_DIR "$STACK"
 
-	# 2. glusterd
+	# 2. glusterd (under the machine's stack lock until our volume exists:
+	# a `down` of another stack stops glusterd when it serves no volume)
+	take_host_lock
 	ensure_glusterd
 
 	# 3. the test volume; the other test volume of this stack goes away.
@@ -116,6 +118,7 @@ cmd_up() {
 		fi
 	done
 	ensure_volume "$vol" "$n" "$repcount"
+	drop_host_lock
 	state_set GLUSTER_VOLUME "$vol"
 	state_set BRICK_DIRS "$(for ((i = 1; i <= n; i++)); do printf '%s ' "$BRICKROOT/$vol/b$i"; done | sed 's/ $//')"
 
@@ -142,7 +145,9 @@ cmd_up() {
 	chmod 1777 "$LOCAL"
 
 	# 6./7. users, smb.conf, passdb
+	take_host_lock
 	ensure_users
+	drop_host_lock
 	local conf_changed
 	conf_changed=$(write_smb_conf "$vol" "$port" "$asan" "$base")
 	if [ -n "$base" ]; then
