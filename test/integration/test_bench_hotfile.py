@@ -55,6 +55,10 @@ def test_hotfile_tiny(stack, tmp_path):
         assert c['smbd_cpu_s_per_gib'] and c['smbd_cpu_s_per_gib'] > 0, c
         if c['share'] != 'local':
             assert c['brick_cpu_s_per_gib'] is not None, c
+            assert c['brick_read_ratio'] is not None, c
+        if c['share'] in ('glusterfs', 'glusterfs2') and c['cache'] == 'cold':
+            # each reader's smbd read the file from a brick
+            assert c['brick_read_ratio'] >= 0.9, c
         if c['share'] == 'fuse':
             assert c['fuse_cpu_s_per_gib'] is not None, c
         # every reader was granted a lease that caches reads
