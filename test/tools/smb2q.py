@@ -633,9 +633,13 @@ class Conn:
             time.sleep(self.break_delay)
         if self.credits < 1:
             raise Failure('no credit left to answer a break')
+        # the time the acknowledgement leaves, taken before the send: the
+        # server may complete what waited for it (another client's open)
+        # before this thread runs again after the send
+        sending = time.monotonic() - self.t0
         mid = self.send(RawPacket(s3.SMB2_OPLOCK_BREAK, self.tid, body), 1)
         self.pending[mid] = {'what': 'break_ack', 'rec': rec}
-        rec['acked'] = round(time.monotonic() - self.t0, 3)
+        rec['acked'] = round(sending, 3)
 
     def _break_ack_done(self, rq, status):
         if status != STATUS_SUCCESS:
