@@ -73,10 +73,8 @@ cmd_down() {
 		# the users are every stack's: kept while glusterd serves any
 		# volume (another stack's)
 		take_host_lock
-		local left=""
-		if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
-			left=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
-		fi
+		local left
+		left=$(volumes_served)
 		if [ -n "${left// /}" ]; then
 			log "keeping the test users (glusterd serves other volumes: $left)"
 		else

@@ -243,6 +243,14 @@ ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
 	fi
 }
 
+# The volumes the running glusterd serves, on one line (nothing when
+# glusterd is not running or does not answer).
+volumes_served() {
+	if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
+		gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true
+	fi
+}
+
 # down: glusterd stopped by the last of its users, if a test/stack up
 # started it (this stack's, by the state, or another's, by GLUSTERD_MARK);
 # left running while any volume exists (another stack's, a cluster's) or
@@ -256,9 +264,7 @@ stop_glusterd_if_last() {
 		return 0
 	fi
 	pids=$(host_pgrep -x glusterd | tr '\n' ' ')
-	if [ -n "${pids// /}" ] && glusterd_answers; then
-		others=$(gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true)
-	fi
+	[ -z "${pids// /}" ] || others=$(volumes_served)
 	users=$(glusterd_users | tr '\n' ' ')
 	if [ -n "${others// /}" ]; then
 		log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
