@@ -45,7 +45,7 @@ SCRIPT = textwrap.dedent('''\
             echo "$FAKE_PID"
         fi
     }
-    glusterd_answers() { kill -0 "$FAKE_PID" 2>/dev/null; }
+    glusterd_answers() { kill -0 "$FAKE_PID" 2>/dev/null && [ ! -e "$SHARED/mute" ]; }
     gl() {
         [ "$*" = "volume list" ] || return 1
         if [ -s "$VOLUMES" ]; then cat "$VOLUMES"; else echo "No volumes present in cluster"; fi
@@ -130,6 +130,10 @@ class Machine:
             time.sleep(0.05)
         return not self.alive(self.glusterd), r.stdout
 
+    def mute(self):
+        """glusterd runs but does not answer the CLI (busy, or hung)."""
+        open(os.path.join(self.shared, 'mute'), 'w').close()
+
     def marked(self):
         return os.path.exists(os.path.join(self.shared, 'glusterd-started'))
 
@@ -168,6 +172,18 @@ def test_last_stack_stops_glusterd_another_stack_started(m):
     stopped, out = m.down()
     assert stopped, out
     assert not m.marked()
+
+
+def test_glusterd_that_does_not_answer_is_left_running(m):
+    # a glusterd too busy to list its volumes may serve another stack's:
+    # not knowing is no reason to stop it
+    m.state(1)
+    m.mark(m.glusterd)
+    m.mute()
+    stopped, out = m.down()
+    assert not stopped, out
+    assert 'does not answer' in out
+    assert m.marked()
 
 
 def test_registered_user_keeps_glusterd(m):

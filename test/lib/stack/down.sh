@@ -77,6 +77,8 @@ cmd_down() {
 		left=$(volumes_served)
 		if [ -n "${left// /}" ]; then
 			log "keeping the test users (glusterd serves other volumes: $left)"
+		elif [ -n "$(glusterd_pid)" ] && ! glusterd_answers; then
+			log "keeping the test users (glusterd runs but does not answer)"
 		else
 			delete_users
 		fi

@@ -264,6 +264,12 @@ stop_glusterd_if_last() {
 		return 0
 	fi
 	pids=$(host_pgrep -x glusterd | tr '\n' ' ')
+	if [ -n "${pids// /}" ] && ! glusterd_answers; then
+		# busy or hung: it may serve another stack's volumes, which
+		# not knowing is no reason to stop
+		log "leaving glusterd running ($pids): it does not answer, so whether it serves other volumes is not known"
+		return 0
+	fi
 	[ -z "${pids// /}" ] || others=$(volumes_served)
 	users=$(glusterd_users | tr '\n' ' ')
 	if [ -n "${others// /}" ]; then
