@@ -527,6 +527,38 @@ class PrivateSmbd:
                               universal_newlines=True, errors='replace',
                               timeout=timeout)
 
+    def check_read_back(self, back, data, out, volume_path=None):
+        """Assert that the file smbclient got (back) holds data; on a
+        mismatch say how (sizes, the first differing offset), what
+        smbclient printed (its `get` names the size it was told at open)
+        and, given volume_path (the file through the FUSE mount or on a
+        brick), the size Gluster holds now: a short copy with the right
+        size on the volume is a stale size at open, a short one on the
+        volume too a lost write."""
+        got = back.read_bytes() if back.exists() else None
+        if got == data:
+            return
+        why = ['read back %s bytes, %d written' % (
+            'no' if got is None else len(got), len(data))]
+        if got is not None:
+            n = min(len(got), len(data))
+            first = next((i for i in range(0, n, 4096)
+                          if got[i:i + 4096] != data[i:i + 4096]), None)
+            if first is not None:
+                while got[first] == data[first]:
+                    first += 1
+                why.append('first difference at offset %d' % first)
+            else:
+                why.append('the common %d bytes are equal' % n)
+        if volume_path is not None:
+            try:
+                why.append('size on the volume now: %d (%s)' % (
+                    os.stat(volume_path).st_size, volume_path))
+            except OSError as e:
+                why.append('on the volume: %s' % e)
+        raise AssertionError('; '.join(why) + '\nsmbclient:\n' + out +
+                             '\n' + self.logs())
+
     def client_env(self):
         """The stack's env pointed at this smbd: its address, port and
         smb.conf (for conftest.Smb, gf2_smb2.Client and the like)."""
