@@ -21,8 +21,8 @@
  *   data       the blocks, block_size bytes each, page aligned
  *
  * Memory: exactly the segment's size, fixed at creation and never grown;
- * the tables take 148 bytes per block (descriptor 64, bucket 4 to 8, two
- * file entries 40 each) besides the header page, the rest is data.  A
+ * the tables take 148 to 152 bytes per block (descriptor 64, bucket 4 to
+ * 8, two file entries of 40) and the header a page; the rest is data.  A
  * process's handle is one small talloc'd struct.
  *
  * Generations.  Every generation is drawn from one counter of the
@@ -121,7 +121,8 @@ int gf2_shc_geometry(uint64_t size, uint32_t block_size,
 
 /*
  * Lay a fresh, empty cache out in mem (size bytes, page aligned, mapped
- * shared by whoever is to use it), then attach to it.  Errors as
+ * shared by whoever is to use it; gf2_shc_attach then gives handles on
+ * it).  Nobody may be using mem meanwhile.  Errors as
  * gf2_shc_geometry; ENOMEM; or the pthread error of the lock's set-up.
  */
 int gf2_shc_format(void *mem, uint64_t size, uint32_t block_size,

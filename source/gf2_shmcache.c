@@ -837,11 +837,17 @@ int gf2_shc_read(struct gf2_shc *c, const uint8_t *gfid, uint64_t idx,
 	d->ref = 1;
 	seq = __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE);
 	g = d->gen;
-	n = off >= d->len ? 0 : d->len - off;
+	n = d->len < h->geom.block_size ? d->len : h->geom.block_size;
+	n = off >= n ? 0 : n - off;
 	n = n < len ? n : len;
 	shc_unlock(c);
 
-	/* unlocked: a writer may reuse the block meanwhile; checked below */
+	/*
+	 * Unlocked: a writer may reuse the block or the file may change
+	 * meanwhile.  The copy races the writer by design (a seqlock's
+	 * read); it is used only if neither the block's sequence nor the
+	 * file's generation moved.
+	 */
 	memcpy(dst, shc_data(c, b) + off, n);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&d->seq, __ATOMIC_RELAXED) != seq ||

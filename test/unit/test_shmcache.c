@@ -417,7 +417,8 @@ static void test_shared_across_processes(void **state)
 			_exit(1);
 		}
 		pattern(buf, 64 * KiB, g, 3);
-		_exit(gf2_shc_insert(c, gfid, 3, g, buf, 64 * KiB) == 0 ? 0 : 2);
+		_exit(gf2_shc_insert(c, gfid, 3, g, buf, 64 * KiB) == 0 ?
+		      0 : 2);
 	}
 	assert_int_equal(reap(pid), 0);
 	assert_int_equal(gf2_shc_read(c, gfid, 3, 0, 64 * KiB, buf, &got, &g),
@@ -476,7 +477,8 @@ static void test_named_segment(void **state)
 			_exit(1);
 		}
 		pattern(buf, 64 * KiB, g, 0);
-		_exit(gf2_shc_insert(c, gfid, 0, g, buf, 64 * KiB) == 0 ? 0 : 2);
+		_exit(gf2_shc_insert(c, gfid, 0, g, buf, 64 * KiB) == 0 ?
+		      0 : 2);
 	}
 	assert_int_equal(reap(pid), 0);
 	assert_int_equal(gf2_shc_read(a, gfid, 0, 0, 64 * KiB, buf, &got, &g),
