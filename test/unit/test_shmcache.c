@@ -159,6 +159,38 @@ static void test_bad_parameters(void **state)
 	assert_non_null(strstr(why, "too small"));
 }
 
+static void test_attach_checks(void **state)
+{
+	uint64_t size = 2 * MiB;
+	uint8_t *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct gf2_shc *c = NULL;
+	char why[256];
+
+	assert_true(mem != MAP_FAILED);
+	/* never formatted */
+	why[0] = '\0';
+	assert_null(gf2_shc_attach(NULL, mem, size, why, sizeof(why)));
+	assert_non_null(strstr(why, "not a glusterfs2 shared cache segment"));
+	assert_int_equal(gf2_shc_format(mem, size, 64 * KiB, why,
+					sizeof(why)), 0);
+	c = gf2_shc_attach(NULL, mem, size, why, sizeof(why));
+	assert_non_null(c);
+	assert_int_equal(gf2_shc_geom(c)->block_size, 64 * KiB);
+	TALLOC_FREE(c);
+	/* taken for a segment of another size */
+	why[0] = '\0';
+	assert_null(gf2_shc_attach(NULL, mem, size - 64 * KiB, why,
+				   sizeof(why)));
+	assert_non_null(strstr(why, "the segment has 2097152 bytes"));
+	/* format refuses what geometry refuses */
+	why[0] = '\0';
+	assert_int_equal(gf2_shc_format(mem, size, 3 * KiB, why, sizeof(why)),
+			 EINVAL);
+	assert_non_null(strstr(why, "not a power of two"));
+	munmap(mem, size);
+}
+
 static void test_geometry_fits(void **state)
 {
 	static const uint64_t sizes[] = {
@@ -631,6 +663,102 @@ static void test_dead_lock_holder(void **state)
 	talloc_free(c);
 }
 
+/* Until killed: random fills, reads (checked) and invalidations. */
+static void churn(struct gf2_shc *c, uint64_t seed)
+{
+	uint8_t *buf = malloc(64 * KiB);
+	uint8_t gfid[GF2_SHC_GFID_LEN];
+
+	for (;;) {
+		uint64_t g, idx;
+		uint32_t got;
+
+		seed = mix(seed + 1);
+		gfid_of(gfid, 40 + seed % 3);
+		idx = (seed >> 8) % 12;
+		switch ((seed >> 16) % 4) {
+		case 0:
+		case 1:
+			if (gf2_shc_fill_gen(c, gfid, &g) != 0) {
+				_exit(1);
+			}
+			pattern(buf, 64 * KiB, g, idx);
+			gf2_shc_insert(c, gfid, idx, g, buf, 64 * KiB);
+			break;
+		case 2:
+			if (gf2_shc_read(c, gfid, idx, 0, 64 * KiB, buf, &got,
+					 &g) == 0 &&
+			    !is_pattern(buf, got, g, idx, 0)) {
+				_exit(2);
+			}
+			break;
+		default:
+			gf2_shc_invalidate(c, gfid);
+		}
+	}
+}
+
+static void test_killed_at_any_point(void **state)
+{
+	/* processes killed wherever they are, holding the lock or not:
+	 * the others go on and never read wrong bytes */
+	struct gf2_shc *c = anon(8 * 64 * KiB + 16 * KiB, 64 * KiB);
+	struct gf2_shc_stats st;
+	uint8_t gfid[GF2_SHC_GFID_LEN];
+	uint8_t *buf = malloc(64 * KiB);
+	unsigned round, i, hits = 0;
+
+	alarm(60);
+	for (round = 0; round < 30; round++) {
+		pid_t pids[3];
+		uint64_t g, g2;
+		uint32_t got;
+
+		for (i = 0; i < 3; i++) {
+			pids[i] = fork();
+			assert_true(pids[i] >= 0);
+			if (pids[i] == 0) {
+				churn(c, round * 10 + i);
+			}
+		}
+		usleep(2000 + (round % 7) * 3000);
+		for (i = 0; i < 3; i++) {
+			int st_;
+
+			kill(pids[i], SIGKILL);
+			assert_int_equal(waitpid(pids[i], &st_, 0), pids[i]);
+			/* killed, or it failed a check */
+			assert_true(WIFSIGNALED(st_));
+		}
+		/* what is held is right, and the cache works on */
+		for (i = 0; i < 36; i++) {
+			gfid_of(gfid, 40 + i % 3);
+			if (gf2_shc_read(c, gfid, i / 3, 0, 64 * KiB, buf,
+					 &got, &g) == 0) {
+				assert_true(is_pattern(buf, got, g, i / 3, 0));
+				hits += 1;
+			}
+		}
+		gfid_of(gfid, 50);
+		assert_int_equal(gf2_shc_fill_gen(c, gfid, &g), 0);
+		pattern(buf, 64 * KiB, g, round);
+		assert_int_equal(gf2_shc_insert(c, gfid, round, g, buf,
+						64 * KiB), 0);
+		assert_int_equal(gf2_shc_read(c, gfid, round, 0, 64 * KiB,
+					      buf, &got, &g2), 0);
+		assert_int_equal(g2, g);
+		assert_true(is_pattern(buf, got, g, round, 0));
+		gf2_shc_stats(c, &st);
+		assert_true(st.blocks_used <= st.n_blocks);
+	}
+	alarm(0);
+	gf2_shc_stats(c, &st);
+	print_message("30 rounds: %u hits after the kills, %" PRIu64
+		      " repairs\n", hits, st.repairs);
+	free(buf);
+	talloc_free(c);
+}
+
 /*
  * The stress: STRESS_BLOCKS blocks of one file in a segment that holds
  * fewer (STRESS_ROOM), so that blocks are evicted and reused for other
@@ -839,6 +967,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_parameters),
 		cmocka_unit_test(test_geometry_fits),
+		cmocka_unit_test(test_attach_checks),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_old_generation_never_returned),
 		cmocka_unit_test(test_eviction_within_size),
@@ -846,6 +975,7 @@ int main(void)
 		cmocka_unit_test(test_shared_across_processes),
 		cmocka_unit_test(test_named_segment),
 		cmocka_unit_test(test_dead_lock_holder),
+		cmocka_unit_test(test_killed_at_any_point),
 		cmocka_unit_test(test_invalidation_under_readers),
 	};
 
