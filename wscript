@@ -75,6 +75,7 @@ CORE_SOURCES = [
     'source/gf2_change.c',
     'source/gf2_wait.c',
     'source/gf2_sambaver.c',
+    'source/gf2_shmcache.c',
 ]
 
 MODULE_SOURCES = [
@@ -119,6 +120,7 @@ UNIT_TESTS = [
     'test_change',
     'test_wait',
     'test_sambaver',
+    'test_shmcache',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.
