@@ -76,6 +76,7 @@ CORE_SOURCES = [
     'source/gf2_wait.c',
     'source/gf2_sambaver.c',
     'source/gf2_shmcache.c',
+    'source/gf2_written.c',
 ]
 
 MODULE_SOURCES = [
@@ -121,6 +122,7 @@ UNIT_TESTS = [
     'test_wait',
     'test_sambaver',
     'test_shmcache',
+    'test_written',
 ]
 
 # Load generators of the benchmark suite (test/bench/run); not installed.

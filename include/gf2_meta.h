@@ -37,6 +37,16 @@ bool gf2_meta_stat_drop_due(const uint64_t *marker);
 void gf2_meta_write_begin(uint64_t ino);
 void gf2_meta_write_end(uint64_t ino);
 void gf2_meta_changed_stat(glfs_t *fs, const char *path, uint64_t *marker);
+/*
+ * How far this process's acknowledged writes reached (gf2_written.h): a
+ * write of ino ended at end; ino's size changed otherwise (truncated,
+ * allocated); and a stat of ino, through fd, checked against them: a size
+ * below what this process wrote is asked of the bricks again (see
+ * gf2_meta_check_size in gf2_meta.c).
+ */
+void gf2_meta_written(uint64_t ino, uint64_t end);
+void gf2_meta_resized(uint64_t ino);
+void gf2_meta_check_size(glfs_fd_t *fd, struct stat *st);
 void gf2_meta_created(glfs_t *fs, const char *path, bool is_dir,
 		      uint64_t at);
 

@@ -186,6 +186,7 @@ int gf2_ftruncate(struct vfs_handle_struct *handle, files_struct *fsp,
 	ret = glfs_ftruncate(fd, len, NULL, NULL);
 	GF2_END_PROFILE(syscall_ftruncate);
 	gf2_cache_change_end(&f.change);
+	gf2_meta_resized(fsp->file_id.inode);
 	return ret;
 }
 
@@ -222,6 +223,7 @@ int gf2_fallocate(struct vfs_handle_struct *handle,
 	}
 	GF2_END_PROFILE(syscall_fallocate);
 	gf2_cache_change_end(&f.change);
+	gf2_meta_resized(fsp->file_id.inode);
 	return ret;
 }
 

@@ -54,6 +54,7 @@
 #include "smbd/smbd.h"
 #include "lib/util/dlinklist.h"
 #include "gf2_meta.h"
+#include "gf2_written.h"
 
 #include <pthread.h>
 
@@ -270,6 +271,60 @@ void gf2_meta_forget_volume(glfs_t *fs)
 		if (id->fs == fs) {
 			gf2_meta_id_free(id);
 		}
+	}
+}
+
+/* How far this process's writes reached: smbd's main thread only. */
+static struct gf2_written gf2_written_here;
+static bool gf2_written_ready;
+
+void gf2_meta_written(uint64_t ino, uint64_t end)
+{
+	if (!gf2_written_ready) {
+		gf2_written_init(&gf2_written_here);
+		gf2_written_ready = true;
+	}
+	gf2_written_note(&gf2_written_here, ino, end);
+}
+
+void gf2_meta_resized(uint64_t ino)
+{
+	if (gf2_written_ready) {
+		gf2_written_forget(&gf2_written_here, ino);
+	}
+}
+
+/*
+ * st was just read through fd.  A regular file smaller than this
+ * process's own acknowledged writes made it can be md-cache answering a
+ * write's reply stat older than a later write's (gf2_written.h): a read
+ * of the last byte written goes to the bricks, and its reply's stat
+ * replaces md-cache's; then st is read again.  Still smaller: the file
+ * did shrink since (another client truncated it), or fd cannot read (a
+ * handle opened for writing only); the end is forgotten either way, and
+ * st stands.
+ */
+void gf2_meta_check_size(glfs_fd_t *fd, struct stat *st)
+{
+	uint64_t end;
+	struct stat again;
+	char byte;
+
+	if (!gf2_written_ready || !S_ISREG(st->st_mode) ||
+	    !gf2_written_stale(&gf2_written_here, (uint64_t)st->st_ino,
+			       (uint64_t)st->st_size)) {
+		return;
+	}
+	end = gf2_written_end(&gf2_written_here, (uint64_t)st->st_ino);
+	DBG_INFO("size %jd of inode %ju below the %ju this process wrote: "
+		 "asking the bricks\n", (intmax_t)st->st_size,
+		 (uintmax_t)st->st_ino, (uintmax_t)end);
+	if (glfs_pread(fd, &byte, 1, (off_t)(end - 1), 0, NULL) >= 0 &&
+	    glfs_fstat(fd, &again) == 0 && again.st_ino == st->st_ino) {
+		*st = again;
+	}
+	if ((uint64_t)st->st_size < end) {
+		gf2_written_forget(&gf2_written_here, (uint64_t)st->st_ino);
 	}
 }
 

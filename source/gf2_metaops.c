@@ -151,6 +151,9 @@ int gf2_fstat(struct vfs_handle_struct *handle,
 	GF2_START_PROFILE(handle, syscall_fstat);
 	if (h != NULL && h->fh->fd != NULL) {
 		ret = glfs_fstat(h->fh->fd, &st);
+		if (ret == 0) {
+			gf2_meta_check_size(h->fh->fd, &st);
+		}
 	} else {
 		char *path = gf2_fsp_path(talloc_tos(), c, fsp);
 

@@ -49,6 +49,7 @@
 #include "gf2_compat.h"
 #include "gf2_wcache.h"
 #include "gf2_cache.h"
+#include "gf2_meta.h"
 #include "gf2_settle.h"
 #include "gf2_write.h"
 
@@ -98,6 +99,8 @@ static off_t gf2_write_offset(files_struct *fsp, glfs_fd_t *fd,
 
 struct gf2_write_state {
 	bool cached;		/* through the handle's write cache */
+	uint64_t ino;
+	off_t offset;
 	ssize_t ret;
 	struct vfs_aio_state aio_state;
 };
@@ -149,7 +152,9 @@ struct tevent_req *gf2_write_send(TALLOC_CTX *mem_ctx,
 	if (req == NULL) {
 		return NULL;
 	}
-	*state = (struct gf2_write_state) { .ret = -1 };
+	*state = (struct gf2_write_state) {
+		.ret = -1, .ino = fsp->file_id.inode,
+	};
 	if (append) {
 		/*
 		 * queued bytes first: an append goes after them (if the
@@ -160,6 +165,7 @@ struct tevent_req *gf2_write_send(TALLOC_CTX *mem_ctx,
 					  f->fh != NULL ? f->fh->fd : NULL,
 					  offset);
 	}
+	state->offset = offset;
 	ch.off = offset;
 	ch.len = n;
 	gf2_cache_change_begin(&ch);
@@ -225,6 +231,8 @@ static void gf2_write_done(struct tevent_req *subreq)
 		tevent_req_error(req, state->aio_state.error);
 		return;
 	}
+	gf2_meta_written(state->ino, (uint64_t)state->offset +
+			 (uint64_t)state->ret);
 	tevent_req_done(req);
 }
 
@@ -265,6 +273,10 @@ ssize_t gf2_write_sync(struct vfs_handle_struct *handle,
 	ret = glfs_pwrite(fd, data, n, ch.off, 0, NULL, NULL);
 	GF2_END_PROFILE_BYTES(syscall_pwrite);
 	gf2_cache_change_end(&ch);
+	if (ret > 0) {
+		gf2_meta_written(fsp->file_id.inode,
+				 (uint64_t)ch.off + (uint64_t)ret);
+	}
 	return ret;
 }
 
