@@ -274,24 +274,20 @@ void gf2_meta_forget_volume(glfs_t *fs)
 	}
 }
 
-/* How far this process's writes reached: smbd's main thread only. */
+/*
+ * How far this process's writes reached: smbd's main thread only.  Zero
+ * (a static's start) is gf2_written_init's empty table.
+ */
 static struct gf2_written gf2_written_here;
-static bool gf2_written_ready;
 
 void gf2_meta_written(uint64_t ino, uint64_t end)
 {
-	if (!gf2_written_ready) {
-		gf2_written_init(&gf2_written_here);
-		gf2_written_ready = true;
-	}
 	gf2_written_note(&gf2_written_here, ino, end);
 }
 
 void gf2_meta_resized(uint64_t ino)
 {
-	if (gf2_written_ready) {
-		gf2_written_forget(&gf2_written_here, ino);
-	}
+	gf2_written_forget(&gf2_written_here, ino);
 }
 
 /*
@@ -310,12 +306,13 @@ void gf2_meta_check_size(glfs_fd_t *fd, struct stat *st)
 	struct stat again;
 	char byte;
 
-	if (!gf2_written_ready || !S_ISREG(st->st_mode) ||
-	    !gf2_written_stale(&gf2_written_here, (uint64_t)st->st_ino,
-			       (uint64_t)st->st_size)) {
+	if (!S_ISREG(st->st_mode)) {
 		return;
 	}
 	end = gf2_written_end(&gf2_written_here, (uint64_t)st->st_ino);
+	if ((uint64_t)st->st_size >= end) {
+		return;
+	}
 	DBG_INFO("size %jd of inode %ju below the %ju this process wrote: "
 		 "asking the bricks\n", (intmax_t)st->st_size,
 		 (uintmax_t)st->st_ino, (uintmax_t)end);

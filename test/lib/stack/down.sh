@@ -74,11 +74,10 @@ cmd_down() {
 		# volume (another stack's)
 		take_host_lock
 		local left
-		left=$(volumes_served)
-		if [ -n "${left// /}" ]; then
-			log "keeping the test users (glusterd serves other volumes: $left)"
-		elif [ -n "$(glusterd_pid)" ] && ! glusterd_answers; then
+		if ! left=$(volumes_served); then
 			log "keeping the test users (glusterd runs but does not answer)"
+		elif [ -n "${left// /}" ]; then
+			log "keeping the test users (glusterd serves other volumes: $left)"
 		else
 			delete_users
 		fi

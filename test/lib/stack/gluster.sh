@@ -244,11 +244,12 @@ ensure_volume() { # VOL NBRICKS REPLICA (0: distribute; 3 with 6 bricks: 2 x 3)
 }
 
 # The volumes the running glusterd serves, on one line (nothing when
-# glusterd is not running or does not answer).
+# glusterd is not running).  Status 1 when glusterd runs but does not
+# answer: whether it serves any is not known.
 volumes_served() {
-	if [ -n "$(glusterd_pid)" ] && glusterd_answers; then
-		gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true
-	fi
+	[ -n "$(glusterd_pid)" ] || return 0
+	glusterd_answers || return 1
+	gl volume list 2>/dev/null | grep -v '^No volumes present' | tr '\n' ' ' || true
 }
 
 # down: glusterd stopped by the last of its users, if a test/stack up
@@ -264,13 +265,12 @@ stop_glusterd_if_last() {
 		return 0
 	fi
 	pids=$(host_pgrep -x glusterd | tr '\n' ' ')
-	if [ -n "${pids// /}" ] && ! glusterd_answers; then
+	if [ -n "${pids// /}" ] && ! others=$(volumes_served); then
 		# busy or hung: it may serve another stack's volumes, which
 		# not knowing is no reason to stop
 		log "leaving glusterd running ($pids): it does not answer, so whether it serves other volumes is not known"
 		return 0
 	fi
-	[ -z "${pids// /}" ] || others=$(volumes_served)
 	users=$(glusterd_users | tr '\n' ' ')
 	if [ -n "${others// /}" ]; then
 		log "leaving glusterd running (started by test/stack up, but it serves other volumes: $others)"
