@@ -8,7 +8,9 @@
  * process acknowledged and has not landed (the write cache), routes it
  * (gf2_rp_route), lets prefetch answer it, and sends what prefetch has
  * not got to Gluster in pieces (gf2_rp_piece).  One request state from
- * the VFS entry to the answer.
+ * the VFS entry to the answer.  With the node's shared read cache
+ * (gf2_shread.h) a read is first looked for there; a direct read that
+ * covers whole blocks of it fills them.
  */
 
 #ifndef GF2_READ_H
@@ -29,6 +31,9 @@ struct gf2_read_file {
 	const struct file_id *id;	/* the file (fsp's, kept by smbd) */
 	const struct gf2_pf_config *cfg;	/* the share's */
 	const char *volname;		/* NULL: nothing to settle */
+	struct gf2_shr *shr;		/* the node's shared read cache, if
+					   the handle may use it (NULL: not) */
+	uint64_t shr_ino;		/* the file's key in it */
 };
 
 /*

@@ -207,6 +207,26 @@ int gf2_shc_read(struct gf2_shc *c, const uint8_t *gfid, uint64_t idx,
  */
 int gf2_shc_invalidate(struct gf2_shc *c, const uint8_t *gfid);
 
+/*
+ * An open of gfid saw the file as stamp (a digest of its size, change
+ * and modification times, never 0): if the file's entry recorded another
+ * stamp, every block of it goes stale (*dropped true); the entry then
+ * records stamp (made, with a fresh generation, if there was none).  An
+ * entry made by gf2_shc_fill_gen records none (0), so the next open
+ * drops what was filled under it.  This is how a change that reached
+ * this node through no upcall (another head's write while no process
+ * here held the file) is noticed.  0 or EIO.
+ */
+int gf2_shc_open_check(struct gf2_shc *c, const uint8_t *gfid,
+		       uint32_t stamp, bool *dropped);
+
+/*
+ * Every file's blocks go stale and fills begun before are refused (a
+ * process lost track of which files changed).  Counted as one
+ * invalidation.  0 or EIO.
+ */
+int gf2_shc_invalidate_all(struct gf2_shc *c);
+
 /* A snapshot of the counters. */
 void gf2_shc_stats(struct gf2_shc *c, struct gf2_shc_stats *st);
 
