@@ -16,6 +16,8 @@ connections are two Gluster clients sharing one segment.
     the file: its next read on the same open and on a new open has the new
     bytes (an upcall reaches the reader's client shortly after a FUSE
     write: read again for up to UPCALL_WAIT_S);
+  - a FUSE write while no smbd of the node holds the file (no upcall
+    reaches any): the next open's check drops the segment's blocks;
   - an smbd killed (SIGKILL) while it reads leaves the others reading
     correct data from the segment;
   - a segment of other figures in place is refused with a log line, and
@@ -284,6 +286,31 @@ def test_changes_seen(srv, stack):
     finally:
         a.drop()
         b.drop()
+        os.unlink(path)
+
+
+def test_change_while_nobody_holds_it(srv, stack):
+    """A FUSE write while no smbd of the node has the file open (so no
+    upcall reaches any of them): the next open's check of the file's
+    figures drops what the segment holds."""
+    size = 2 * MiB
+    old = os.urandom(size)
+    name = 'shr-nobody-%d' % os.getpid()
+    path = put_fuse(stack, name, old)
+    try:
+        for _ in range(2):
+            assert _read_once(srv, name, size) == old
+        base = counters(srv).get('read_bytes_shared', 0)
+        assert base >= size, 'the segment did not serve: test is void'
+        new = bytearray(old)
+        new[7 * BLOCK:9 * BLOCK] = os.urandom(2 * BLOCK)
+        new = bytes(new)
+        with open(path, 'r+b') as f:
+            f.seek(7 * BLOCK)
+            f.write(new[7 * BLOCK:9 * BLOCK])
+        assert _read_once(srv, name, size) == new, \
+            'new open: a change made while nobody held the file unseen'
+    finally:
         os.unlink(path)
 
 
