@@ -4,9 +4,9 @@
  * Layer: core.
  *
  * Pure logic (libc, pthreads and talloc; no Samba, no gfapi), unit-tested
- * alone (test/unit/test_shmcache.c).  Nothing serves reads through it yet:
- * docs/scale.md ("One hot file, many readers") says what the glue still
- * has to do.
+ * alone (test/unit/test_shmcache.c).  The module serves reads through it
+ * with glusterfs2:shared read cache (gf2_shread.c; docs/scale.md, "One
+ * hot file, many readers").
  *
  * Segment.  One mapping of a fixed size, given at creation, shared by
  * every process that maps it (fork, or the same file mapped MAP_SHARED):
