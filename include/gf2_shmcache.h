@@ -14,7 +14,8 @@
  *   header     magic, layout version, geometry, the lock, the clock hand,
  *              the generation counter, the counters (one page)
  *   files      file entries keyed by gfid (16 bytes), each with its
- *              generation; 8-way set associative, 2 per block
+ *              generation and the stamp of its last open check; 8-way
+ *              set associative, 2 per block
  *   blocks     one descriptor per data block: key (gfid, block index),
  *              the generation it was filled under, length, sequence
  *   buckets    hash chains of the descriptors by key
