@@ -36,7 +36,7 @@ struct shc_file {
 	uint64_t last_use;	/* the tick of its last use */
 	uint8_t gfid[GF2_SHC_GFID_LEN];
 	uint32_t used;
-	uint32_t stamp;		/* what gf2_shc_open_check was given; 0: none */
+	uint32_t stamp;		/* the last open check's (0: none) */
 };
 
 struct shc_block {
