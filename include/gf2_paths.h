@@ -47,6 +47,7 @@ struct gf2_handle {
 	ino_t ino;		/* what the path named at open (0: unknown) */
 	uint64_t shr_ino;	/* the shared read cache may serve the
 				   handle's reads of this inode (0: not) */
+	uint64_t shr_contact;	/* see GF2_SHR_CONTACT_MS */
 	bool is_dir;
 	bool nofollow;
 };

@@ -34,7 +34,19 @@ struct gf2_read_file {
 	struct gf2_shr *shr;		/* the node's shared read cache, if
 					   the handle may use it (NULL: not) */
 	uint64_t shr_ino;		/* the file's key in it */
+	uint64_t *shr_contact;		/* when the handle last reached the
+					   file on the bricks (ms, mono) */
 };
+
+/*
+ * The bricks send a client a file's upcalls only while it touched the
+ * file within features.cache-invalidation-timeout (60 s by default): a
+ * handle whose reads all come from the shared read cache would stop
+ * hearing of changes.  So the cache serves a handle only within this
+ * long of its last read from (or open on) the bricks; the next read
+ * after it goes to Gluster, and the handle is heard again.
+ */
+#define GF2_SHR_CONTACT_MS 30000
 
 /*
  * A read of n bytes at offset of fsp (smbd keeps fsp until the request

@@ -111,6 +111,7 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 	    h->shr_ino == fsp->file_id.inode) {
 		f.shr = c->shr;
 		f.shr_ino = h->shr_ino;
+		f.shr_contact = &h->shr_contact;
 	}
 	return gf2_read_send(mem_ctx, ev, fsp, &f, data, n, offset);
 }

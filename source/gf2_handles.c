@@ -242,6 +242,7 @@ done:
 	}
 	if (c->shr != NULL && fh->fd != NULL && !is_dir) {
 		h->shr_ino = gf2_open_shared(c, fh->fd, flags);
+		h->shr_contact = gf2_now_ms();
 	}
 	h->fh = fh;
 	h->is_dir = is_dir;

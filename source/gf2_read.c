@@ -194,13 +194,16 @@ static bool gf2_read_shared(struct tevent_req *req)
 		return false;
 	}
 	gf2_cache_sync();
-	if (gf2_shr_serve(shr, state->f.shr_ino, state->data, state->off,
+	if (gf2_now_ms() - *state->f.shr_contact < GF2_SHR_CONTACT_MS &&
+	    gf2_shr_serve(shr, state->f.shr_ino, state->data, state->off,
 			  state->n)) {
 		gf2_read_served_from(req, state->n, GF2_FROM_SHARED);
 		return true;
 	}
 	if (!gf2_shr_fill_begin(shr, state->f.shr_ino, state->off, state->n,
 				&state->shr_gen)) {
+		/* prefetch or a direct read reaches the bricks */
+		*state->f.shr_contact = gf2_now_ms();
 		return false;
 	}
 	/* read whole blocks from Gluster once, for the node */
@@ -434,6 +437,7 @@ static void gf2_read_piece_done(struct tevent_req *subreq)
 			     talloc_array_length(state->got));
 	state->ret = total;
 	if (state->shr_fill) {
+		*state->f.shr_contact = gf2_now_ms();
 		(void)gf2_shr_fill(state->f.shr, state->f.shr_ino,
 				   state->shr_gen, state->data, state->off,
 				   total);
