@@ -16,6 +16,8 @@ connections are two Gluster clients sharing one segment.
     the file: its next read on the same open and on a new open has the new
     bytes (an upcall reaches the reader's client shortly after a FUSE
     write: read again for up to UPCALL_WAIT_S);
+  - a handle served from the segment reads from the bricks again once
+    CONTACT_S passed (its client stays registered for upcalls);
   - a FUSE write while no smbd of the node holds the file (no upcall
     reaches any): the next open's check drops the segment's blocks;
   - an smbd killed (SIGKILL) while it reads leaves the others reading
@@ -55,6 +57,7 @@ SHARE = 'gf2shr'
 BLOCK = 64 * KiB
 REQ = 256 * KiB                 # each READ covers 4 whole blocks
 UPCALL_WAIT_S = 5
+CONTACT_S = 30                  # GF2_SHR_CONTACT_MS
 UPCALL_OPTIONS = [('features.cache-invalidation', 'on'),
                   ('features.cache-invalidation-timeout', '600'),
                   ('performance.cache-invalidation', 'on')]
@@ -312,6 +315,39 @@ def test_change_while_nobody_holds_it(srv, stack):
             'new open: a change made while nobody held the file unseen'
     finally:
         os.unlink(path)
+
+
+def test_handle_touches_the_bricks(srv, stack):
+    """A handle served from the segment goes to the bricks again once
+    CONTACT_S passed since it last did (so that its client stays
+    registered for the file's upcalls), then is served again."""
+    size = 1 * MiB
+    data = os.urandom(size)
+    name = 'shr-contact-%d' % os.getpid()
+    put_fuse(stack, name, data)
+    r = Client(srv)
+    try:
+        assert _read_once(srv, name, size) == data
+        f = r.open(name)
+        c0 = counters(srv)
+        assert r.read_all(f, size) == data
+        c1 = counters(srv)
+        assert c1['read_bytes_shared'] - c0['read_bytes_shared'] == size
+        time.sleep(CONTACT_S + 1 - 2 * 2.5)    # counters() waited 5 s
+        assert r.read_all(f, size) == data
+        c2 = counters(srv)
+        # its first READ after the bound went to the bricks, the rest not
+        assert c2['read_bytes_gluster'] - c1['read_bytes_gluster'] == REQ, \
+            'served from the segment past the contact bound'
+        assert c2['read_bytes_shared'] - c1['read_bytes_shared'] == \
+            size - REQ
+        assert r.read_all(f, size) == data
+        c3 = counters(srv)
+        assert c3['read_bytes_shared'] - c2['read_bytes_shared'] == size
+        r.close(f)
+    finally:
+        r.drop()
+        os.unlink(os.path.join(stack['FUSE_MOUNT'], name))
 
 
 def test_reader_killed(srv, stack):
