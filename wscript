@@ -89,6 +89,7 @@ MODULE_SOURCES = [
     # caches
     'source/gf2_prefetch.c',
     'source/gf2_meta.c',
+    'source/gf2_shread.c',
     'source/gf2_cache.c',
     'source/gf2_wcreg.c',
     'source/gf2_wcdrain.c',

@@ -39,6 +39,9 @@ struct gf2_change {
 	void *path_arg;
 	/* the handle's (see gf2_meta_stat_drop_due), or NULL */
 	uint64_t *stat_marker;
+	/* DATA: the file's inode (0: not known; the shared read cache then
+	 * drops every file's blocks) */
+	uint64_t ino;
 	/* DATA: the file's prefetch state (may be NULL) and the range */
 	struct gf2_pf_file *pf;
 	uint64_t off;

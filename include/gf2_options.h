@@ -126,6 +126,13 @@ enum gf2_lock_check {
  */
 #define GF2_WC_DEFAULT_MAX_WAIT_MS 42000
 
+/* glusterfs2:shared read cache block: its default and range */
+#define GF2_SHR_DEFAULT_BLOCK (1024U * 1024)
+#define GF2_SHR_BLOCK_MIN (64U * 1024)
+#define GF2_SHR_BLOCK_MAX (16U * 1024 * 1024)
+/* glusterfs2:shared read cache: the largest segment (64 GiB) */
+#define GF2_SHR_SIZE_MAX (64ULL * 1024 * 1024 * 1024)
+
 struct gf2_share_options {
 	int64_t loglevel;
 	bool prefetch;
@@ -142,6 +149,9 @@ struct gf2_share_options {
 	int64_t event_threads;		/* 0: the volume's client.event-threads */
 	bool write_cache;		/* early write acknowledgement under a lease */
 	int64_t wc_max_wait_ms;		/* bound of a wait for queued writes */
+	uint64_t shr_size;		/* the node's shared read cache of the
+					   volume, bytes (0: none) */
+	uint64_t shr_block;		/* its block size */
 };
 
 struct gf2_opt_def {
@@ -173,7 +183,9 @@ void gf2_opt_format_default(const struct gf2_opt_def *d, char *buf,
 
 /*
  * Rules between options: an initial prefetch window larger than the max
- * window is cut to it.  Returns 0, or -1 with errbuf saying what was
+ * window is cut to it; a shared read cache block size that is not a
+ * power of two is the default; a shared read cache too small for its
+ * blocks and tables is off.  Returns 0, or -1 with errbuf saying what was
  * corrected.
  */
 int gf2_share_options_check(struct gf2_share_options *o, char *errbuf,

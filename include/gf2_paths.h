@@ -27,6 +27,8 @@ struct gf2_conn {
 	uint32_t lock_cache_ms;		/* glusterfs2:posix lock cache */
 	bool write_cache;		/* glusterfs2:write cache */
 	uint32_t wc_max_wait_ms;	/* glusterfs2:write cache max wait */
+	struct gf2_shr *shr;		/* the node's shared read cache of
+					   the volume (NULL: not used) */
 };
 
 /*
@@ -43,6 +45,9 @@ struct gf2_handle {
 				   was seen, trusted until this (ms) */
 	uint64_t md_stat_puts;	/* see gf2_meta_stat_drop_due */
 	ino_t ino;		/* what the path named at open (0: unknown) */
+	uint64_t shr_ino;	/* the shared read cache may serve the
+				   handle's reads of this inode (0: not) */
+	uint64_t shr_contact;	/* see GF2_SHR_CONTACT_MS */
 	bool is_dir;
 	bool nofollow;
 };

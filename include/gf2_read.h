@@ -8,7 +8,9 @@
  * process acknowledged and has not landed (the write cache), routes it
  * (gf2_rp_route), lets prefetch answer it, and sends what prefetch has
  * not got to Gluster in pieces (gf2_rp_piece).  One request state from
- * the VFS entry to the answer.
+ * the VFS entry to the answer.  With the node's shared read cache
+ * (gf2_shread.h) a read is first looked for there; a direct read that
+ * covers whole blocks of it fills them.
  */
 
 #ifndef GF2_READ_H
@@ -29,7 +31,22 @@ struct gf2_read_file {
 	const struct file_id *id;	/* the file (fsp's, kept by smbd) */
 	const struct gf2_pf_config *cfg;	/* the share's */
 	const char *volname;		/* NULL: nothing to settle */
+	struct gf2_shr *shr;		/* the node's shared read cache, if
+					   the handle may use it (NULL: not) */
+	uint64_t shr_ino;		/* the file's key in it */
+	uint64_t *shr_contact;		/* when the handle last reached the
+					   file on the bricks (ms, mono) */
 };
+
+/*
+ * The bricks send a client a file's upcalls only while it touched the
+ * file within features.cache-invalidation-timeout (60 s by default): a
+ * handle whose reads all come from the shared read cache would stop
+ * hearing of changes.  So the cache serves a handle only within this
+ * long of its last read from (or open on) the bricks; the next read
+ * after it goes to Gluster, and the handle is heard again.
+ */
+#define GF2_SHR_CONTACT_MS 30000
 
 /*
  * A read of n bytes at offset of fsp (smbd keeps fsp until the request

@@ -4,9 +4,9 @@
  * Layer: core.
  *
  * Pure logic (libc, pthreads and talloc; no Samba, no gfapi), unit-tested
- * alone (test/unit/test_shmcache.c).  Nothing serves reads through it yet:
- * docs/scale.md ("One hot file, many readers") says what the glue still
- * has to do.
+ * alone (test/unit/test_shmcache.c).  The module serves reads through it
+ * with glusterfs2:shared read cache (gf2_shread.c; docs/scale.md, "One
+ * hot file, many readers").
  *
  * Segment.  One mapping of a fixed size, given at creation, shared by
  * every process that maps it (fork, or the same file mapped MAP_SHARED):
@@ -14,7 +14,8 @@
  *   header     magic, layout version, geometry, the lock, the clock hand,
  *              the generation counter, the counters (one page)
  *   files      file entries keyed by gfid (16 bytes), each with its
- *              generation; 8-way set associative, 2 per block
+ *              generation and the stamp of its last open check; 8-way
+ *              set associative, 2 per block
  *   blocks     one descriptor per data block: key (gfid, block index),
  *              the generation it was filled under, length, sequence
  *   buckets    hash chains of the descriptors by key
@@ -206,6 +207,26 @@ int gf2_shc_read(struct gf2_shc *c, const uint8_t *gfid, uint64_t idx,
  * no fill of it is under way) or EIO.
  */
 int gf2_shc_invalidate(struct gf2_shc *c, const uint8_t *gfid);
+
+/*
+ * An open of gfid saw the file as stamp (a digest of its size, change
+ * and modification times, never 0): if the file's entry recorded another
+ * stamp, every block of it goes stale (*dropped true); the entry then
+ * records stamp (made, with a fresh generation, if there was none).  An
+ * entry made by gf2_shc_fill_gen records none (0), so the next open
+ * drops what was filled under it.  This is how a change that reached
+ * this node through no upcall (another head's write while no process
+ * here held the file) is noticed.  0 or EIO.
+ */
+int gf2_shc_open_check(struct gf2_shc *c, const uint8_t *gfid,
+		       uint32_t stamp, bool *dropped);
+
+/*
+ * Every file's blocks go stale and fills begun before are refused (a
+ * process lost track of which files changed).  Counted as one
+ * invalidation.  0 or EIO.
+ */
+int gf2_shc_invalidate_all(struct gf2_shc *c);
 
 /* A snapshot of the counters. */
 void gf2_shc_stats(struct gf2_shc *c, struct gf2_shc_stats *st);

@@ -19,6 +19,8 @@ struct gf2_counters {
 	uint64_t read_bytes;		/* bytes they returned */
 	uint64_t read_bytes_prefetch;	/* of which copied from prefetch */
 	uint64_t read_bytes_gluster;	/* of which read from Gluster */
+	uint64_t read_bytes_shared;	/* of which copied from the node's
+					   shared read cache */
 	uint64_t prefetch_bytes;	/* read ahead from Gluster */
 	uint64_t prefetch_unused;	/* read ahead, thrown away unread */
 	uint64_t writes;
@@ -31,6 +33,13 @@ struct gf2_counters {
 	uint64_t wc_errors;		/* of which failed */
 	uint64_t mem_peak;		/* most bytes of the process's budget
 					   held (gf2_stats_mem) */
+	/* the shared read cache's node-wide counters, as last seen */
+	uint64_t shr_hits;		/* block reads served */
+	uint64_t shr_misses;		/* block reads that found nothing */
+	uint64_t shr_stale;		/* found stale, or fills refused */
+	uint64_t shr_fills;		/* blocks put in */
+	uint64_t shr_evictions;		/* valid blocks dropped for room */
+	uint64_t shr_invalidations;	/* files' blocks dropped */
 	uint64_t lat[GF2_LAT_BUCKETS];	/* their latency histogram */
 	uint64_t gluster_call_us;	/* the sum of their latencies */
 };

@@ -11,6 +11,7 @@
 #define GF2_VFS_H
 
 #include "gf2_paths.h"
+#include "gf2_shread.h"
 #include "gf2_read.h"
 #include "gf2_write.h"
 

@@ -7,6 +7,7 @@
 #include "includes.h"
 #include "gf2_prefetch.h"
 #include "gf2_meta.h"
+#include "gf2_shread.h"
 #include "gf2_cache.h"
 
 #undef DBGC_CLASS
@@ -16,6 +17,7 @@ void gf2_cache_invalidate_inode(uint64_t ino, bool all)
 {
 	gf2_pf_invalidate_inode(ino, all);
 	gf2_meta_invalidate_inode(ino, all);
+	gf2_shr_invalidate(all ? 0 : ino);
 }
 
 /* The path of the change's object, made when the rule needs it. */
@@ -75,6 +77,9 @@ void gf2_cache_change_begin(const struct gf2_change *ch)
 	if (drops & GF2_DROP_LISTS) {
 		gf2_meta_drop_lists();
 	}
+	if (drops & GF2_DROP_DATA) {
+		gf2_shr_invalidate(ch->ino);
+	}
 	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
 		gf2_pf_write_begin(ch->pf, ch->off, ch->len);
 	}
@@ -88,7 +93,16 @@ void gf2_cache_change_begin(const struct gf2_change *ch)
 
 void gf2_cache_change_end(const struct gf2_change *ch)
 {
-	if ((gf2_change_drops(ch->kind) & GF2_DROP_DATA) && ch->pf != NULL) {
+	unsigned drops = gf2_change_drops(ch->kind);
+
+	/*
+	 * Again once the change is on the bricks: another process may
+	 * have filled blocks from what the bricks held before it landed.
+	 */
+	if (drops & GF2_DROP_DATA) {
+		gf2_shr_invalidate(ch->ino);
+	}
+	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
 		gf2_pf_write_end(ch->pf);
 	}
 }
@@ -117,6 +131,8 @@ void gf2_cache_write_end(void *arg)
 {
 	struct gf2_cache_write *w = arg;
 
+	/* on the bricks (or failed): what was filled before it landed goes */
+	gf2_shr_invalidate(w->ino);
 	if (w->pf != NULL) {
 		gf2_pf_write_end(w->pf);
 	}
@@ -144,6 +160,8 @@ struct gf2_cache_write *gf2_cache_queued_new(TALLOC_CTX *mem_ctx,
 
 void gf2_cache_queued_begin(struct gf2_cache_write *w)
 {
+	/* queued: its bytes are the file's now, whatever the bricks hold */
+	gf2_shr_invalidate(w->ino);
 	gf2_meta_write_begin(w->ino);
 }
 

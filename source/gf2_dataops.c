@@ -107,6 +107,12 @@ struct tevent_req *gf2_pread_send_fn(struct vfs_handle_struct *handle,
 		.volname = c->vol->volname,
 	};
 
+	if (c->shr != NULL && h != NULL && h->shr_ino != 0 &&
+	    h->shr_ino == fsp->file_id.inode) {
+		f.shr = c->shr;
+		f.shr_ino = h->shr_ino;
+		f.shr_contact = &h->shr_contact;
+	}
 	return gf2_read_send(mem_ctx, ev, fsp, &f, data, n, offset);
 }
 

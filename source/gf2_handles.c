@@ -69,6 +69,31 @@ fail:
 	return NULL;
 }
 
+/*
+ * The node's shared read cache and a file just opened: its stat, fresh
+ * from Gluster, is compared with what the segment recorded when the
+ * file's blocks were filled, which drops them on a difference (a change
+ * by another head or client that reached no process of this node as an
+ * upcall).  An open with O_TRUNC changed the data itself.  The inode the
+ * handle's reads may use the segment for, 0: none.
+ */
+static uint64_t gf2_open_shared(struct gf2_conn *c, glfs_fd_t *fd, int flags)
+{
+	struct stat st;
+
+	if (glfs_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_ino == 0) {
+		return 0;
+	}
+	if (flags & O_TRUNC) {
+		gf2_shr_invalidate(st.st_ino);
+	}
+	if (!gf2_shr_open_check(c->shr, st.st_ino, &st)) {
+		return 0;
+	}
+	return st.st_ino;
+}
+
 /* The fsp goes: close its Gluster handle (maybe deferred), drop pf. */
 static void gf2_handle_destroy(void *p_data)
 {
@@ -214,6 +239,10 @@ done:
 	if (h == NULL) {
 		errno = ENOMEM;
 		goto fail;
+	}
+	if (c->shr != NULL && fh->fd != NULL && !is_dir) {
+		h->shr_ino = gf2_open_shared(c, fh->fd, flags);
+		h->shr_contact = gf2_now_ms();
 	}
 	h->fh = fh;
 	h->is_dir = is_dir;

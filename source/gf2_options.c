@@ -6,6 +6,7 @@
 
 #include "gf2_options.h"
 #include "gf2_readahead.h"
+#include "gf2_shmcache.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -688,6 +689,10 @@ const struct gf2_opt_def gf2_share_opts[] = {
 	{ "write cache", GF2_OPT_BOOL, GF2_OPT(write_cache), 0, 0, 1, NULL },
 	{ "write cache max wait", GF2_OPT_INT, GF2_OPT(wc_max_wait_ms),
 	  GF2_WC_DEFAULT_MAX_WAIT_MS, 100, 1800 * 1000, NULL },
+	{ "shared read cache", GF2_OPT_SIZE, GF2_OPT(shr_size),
+	  0, 0, GF2_SHR_SIZE_MAX, NULL },
+	{ "shared read cache block", GF2_OPT_SIZE, GF2_OPT(shr_block),
+	  GF2_SHR_DEFAULT_BLOCK, GF2_SHR_BLOCK_MIN, GF2_SHR_BLOCK_MAX, NULL },
 };
 
 const size_t gf2_share_nopts = sizeof(gf2_share_opts) /
@@ -791,11 +796,36 @@ void gf2_opt_format_default(const struct gf2_opt_def *d, char *buf,
 int gf2_share_options_check(struct gf2_share_options *o, char *errbuf,
 			    size_t errlen)
 {
+	struct gf2_shc_geom g;
+	char why[GF2_ERRLEN];
+
 	if (o->pf_init_window > o->pf_max_window) {
 		gf2_err(errbuf, errlen, "glusterfs2:prefetch initial window "
 			"is larger than glusterfs2:prefetch max window; "
 			"using the max window for both");
 		o->pf_init_window = o->pf_max_window;
+		return -1;
+	}
+	if ((o->shr_block & (o->shr_block - 1)) != 0) {
+		gf2_err(errbuf, errlen, "glusterfs2:shared read cache block "
+			"= %" PRIu64 " is not a power of two; using %u",
+			o->shr_block, (unsigned)GF2_SHR_DEFAULT_BLOCK);
+		o->shr_block = GF2_SHR_DEFAULT_BLOCK;
+		/* and the size is checked against that below */
+		if (o->shr_size != 0 &&
+		    gf2_shc_geometry(o->shr_size, o->shr_block, &g, NULL,
+				     0) != 0) {
+			o->shr_size = 0;
+		}
+		return -1;
+	}
+	if (o->shr_size != 0 &&
+	    gf2_shc_geometry(o->shr_size, o->shr_block, &g, why,
+			     sizeof(why)) != 0) {
+		gf2_err(errbuf, errlen, "glusterfs2:shared read cache = %"
+			PRIu64 ": %s; the shared read cache is off",
+			o->shr_size, why);
+		o->shr_size = 0;
 		return -1;
 	}
 	return 0;

@@ -639,6 +639,7 @@ void gf2_change_of_fsp(struct gf2_change *ch, struct gf2_fsp_ref *ref,
 		.path_fn = gf2_fsp_ref_path,
 		.path_arg = ref,
 		.stat_marker = h != NULL ? &h->md_stat_puts : NULL,
+		.ino = fsp->file_id.inode,
 	};
 }
 

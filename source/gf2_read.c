@@ -9,7 +9,12 @@
  *        |                                                      |
  *        '------------------------------------------------------+
  *                                                               v
- *   gf2_read_start: gf2_pf_file_of (the handle's prefetch state), gf2_rp_route
+ *   gf2_read_start: the shared read cache, if the handle may use it:
+ *        |-- all of it held: gf2_shr_serve --SERVED--> done (copied)
+ *        |-- whole blocks in it: gf2_shr_fill_begin, to gf2_read_direct
+ *        |   (the answer fills the blocks: gf2_shr_fill)
+ *        '-- else, and without it:
+ *   gf2_pf_file_of (the handle's prefetch state), gf2_rp_route
  *        |-- PREFETCH: gf2_pf_answer --SERVED--> done (from memory)
  *        |                  |--WAIT--> gf2_pf_wait --SERVED--> done
  *        |                  |                      '--MISS--.
@@ -44,6 +49,8 @@
 #include "gf2_cache.h"
 #include "gf2_settle.h"
 #include "gf2_readplan.h"
+#include "gf2_shmcache.h"
+#include "gf2_shread.h"
 #include "gf2_read.h"
 
 #undef DBGC_CLASS
@@ -88,6 +95,8 @@ struct gf2_read_state {
 	unsigned pieces;	/* direct: pieces in flight */
 	uint64_t *got;		/* direct: bytes each piece returned */
 	int error;		/* direct: the first piece's error */
+	bool shr_fill;		/* direct: fill the shared cache, under */
+	uint64_t shr_gen;	/* this generation */
 	struct vfs_aio_state aio_state;
 	struct timespec start;
 	GF2_PROFILE_ASYNC_STATE(profile_bytes);
@@ -105,9 +114,11 @@ static void gf2_read_woken(void *arg, enum gf2_pfb_serve r, uint64_t got);
 static void gf2_read_direct(struct tevent_req *req);
 static void gf2_read_piece_done(struct tevent_req *subreq);
 
+enum gf2_read_from { GF2_FROM_GLUSTER, GF2_FROM_PREFETCH, GF2_FROM_SHARED };
+
 /* A read request finished: count it for the share. */
 static void gf2_read_count(struct gf2_read_state *state, uint64_t got,
-			   bool from_prefetch)
+			   enum gf2_read_from from)
 {
 	struct gf2_stats *st = state->f.fh->st;
 
@@ -116,16 +127,35 @@ static void gf2_read_count(struct gf2_read_state *state, uint64_t got,
 	}
 	st->c.reads += 1;
 	st->c.read_bytes += got;
-	if (from_prefetch) {
+	switch (from) {
+	case GF2_FROM_PREFETCH:
 		st->c.read_bytes_prefetch += got;
-	} else {
+		break;
+	case GF2_FROM_SHARED:
+		st->c.read_bytes_shared += got;
+		break;
+	case GF2_FROM_GLUSTER:
 		st->c.read_bytes_gluster += got;
+		break;
+	}
+	if (state->f.shr != NULL) {
+		struct gf2_shc_stats n;
+
+		/* the node's figures: the newest of any process is right */
+		gf2_shr_stats(state->f.shr, &n);
+		st->c.shr_hits = n.hits;
+		st->c.shr_misses = n.misses;
+		st->c.shr_stale = n.stale_reads + n.stale_fills;
+		st->c.shr_fills = n.inserts;
+		st->c.shr_evictions = n.evictions;
+		st->c.shr_invalidations = n.invalidations;
 	}
 	gf2_stats_changed(st);
 }
 
-/* Served from prefetched data. */
-static void gf2_read_served(struct tevent_req *req, uint64_t got)
+/* Served from memory: prefetched data, or the shared read cache. */
+static void gf2_read_served_from(struct tevent_req *req, uint64_t got,
+				 enum gf2_read_from from)
 {
 	struct gf2_read_state *state = tevent_req_data(
 		req, struct gf2_read_state);
@@ -134,9 +164,52 @@ static void gf2_read_served(struct tevent_req *req, uint64_t got)
 	clock_gettime_mono(&end);
 	state->aio_state.duration = nsec_time_diff(&end, &state->start);
 	state->ret = got;
-	gf2_read_count(state, got, true);
+	gf2_read_count(state, got, from);
 	GF2_PROFILE_ASYNC_END(state->profile_bytes);
 	tevent_req_done(req);
+}
+
+static void gf2_read_served(struct tevent_req *req, uint64_t got)
+{
+	gf2_read_served_from(req, got, GF2_FROM_PREFETCH);
+}
+
+/*
+ * The shared read cache: true when it answered the read, or sent it to
+ * Gluster to fill whole blocks of it.  Upcalls are taken first, so that
+ * nothing is served that a change heard of already made wrong.  With
+ * prefetch coherence strict, only a handle holding a read lease or
+ * oplock is served from it (the rule prefetched data follows).
+ */
+static bool gf2_read_shared(struct tevent_req *req)
+{
+	struct gf2_read_state *state = tevent_req_data(
+		req, struct gf2_read_state);
+	struct gf2_shr *shr = state->f.shr;
+
+	if (shr == NULL || state->n == 0) {
+		return false;
+	}
+	if (state->f.cfg->strict && !gf2_read_caching(state->fsp)) {
+		return false;
+	}
+	gf2_cache_sync();
+	if (gf2_now_ms() - *state->f.shr_contact < GF2_SHR_CONTACT_MS &&
+	    gf2_shr_serve(shr, state->f.shr_ino, state->data, state->off,
+			  state->n)) {
+		gf2_read_served_from(req, state->n, GF2_FROM_SHARED);
+		return true;
+	}
+	if (!gf2_shr_fill_begin(shr, state->f.shr_ino, state->off, state->n,
+				&state->shr_gen)) {
+		/* prefetch or a direct read reaches the bricks */
+		*state->f.shr_contact = gf2_now_ms();
+		return false;
+	}
+	/* read whole blocks from Gluster once, for the node */
+	state->shr_fill = true;
+	gf2_read_direct(req);
+	return true;
 }
 
 struct tevent_req *gf2_read_send(TALLOC_CTX *mem_ctx,
@@ -199,6 +272,9 @@ static void gf2_read_start(struct tevent_req *req)
 	clock_gettime_mono(&state->start);
 	GF2_PROFILE_ASYNC_START(state->f.fh->snum, syscall_asys_pread,
 				state->profile_bytes, state->n);
+	if (gf2_read_shared(req)) {
+		return;
+	}
 	if (pf != NULL && cfg->strict) {
 		r.read_caching = gf2_read_caching(state->fsp);
 	}
@@ -360,7 +436,13 @@ static void gf2_read_piece_done(struct tevent_req *subreq)
 	total = gf2_rp_total(state->n, state->piece, state->got,
 			     talloc_array_length(state->got));
 	state->ret = total;
-	gf2_read_count(state, total, false);
+	if (state->shr_fill) {
+		*state->f.shr_contact = gf2_now_ms();
+		(void)gf2_shr_fill(state->f.shr, state->f.shr_ino,
+				   state->shr_gen, state->data, state->off,
+				   total);
+	}
+	gf2_read_count(state, total, GF2_FROM_GLUSTER);
 	tevent_req_done(req);
 }
 

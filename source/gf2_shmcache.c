@@ -24,7 +24,7 @@
 #include "gf2_shmcache.h"
 
 #define SHC_MAGIC 0x6766327368636331ULL		/* "gf2shcc1" */
-#define SHC_VERSION 1U
+#define SHC_VERSION 2U
 #define SHC_PAGE 4096U
 #define SHC_WAYS 8U		/* file entries per set */
 #define SHC_NONE UINT32_MAX
@@ -36,7 +36,7 @@ struct shc_file {
 	uint64_t last_use;	/* the tick of its last use */
 	uint8_t gfid[GF2_SHC_GFID_LEN];
 	uint32_t used;
-	uint32_t pad;
+	uint32_t stamp;		/* the last open check's (0: none) */
 };
 
 struct shc_block {
@@ -335,6 +335,7 @@ static uint32_t shc_make_file(struct gf2_shc *c, const uint8_t *gfid)
 	__atomic_store_n(&c->files[f].gen, ++h->gen_counter,
 			 __ATOMIC_RELEASE);
 	memcpy(c->files[f].gfid, gfid, GF2_SHC_GFID_LEN);
+	c->files[f].stamp = 0;
 	c->files[f].used = 1;
 	return f;
 }
@@ -875,6 +876,51 @@ int gf2_shc_invalidate(struct gf2_shc *c, const uint8_t *gfid)
 				 __ATOMIC_RELEASE);
 		shc_count(&h->n.invalidations);
 	}
+	shc_unlock(c);
+	return 0;
+}
+
+int gf2_shc_open_check(struct gf2_shc *c, const uint8_t *gfid,
+		       uint32_t stamp, bool *dropped)
+{
+	struct shc_header *h = c->h;
+	uint32_t f;
+
+	*dropped = false;
+	if (shc_lock(c) != 0) {
+		return EIO;
+	}
+	f = shc_find_file(c, gfid);
+	if (f == SHC_NONE) {
+		/* a fresh generation: nothing of the file is held */
+		f = shc_make_file(c, gfid);
+	} else if (c->files[f].stamp != stamp) {
+		__atomic_store_n(&c->files[f].gen, ++h->gen_counter,
+				 __ATOMIC_RELEASE);
+		shc_count(&h->n.invalidations);
+		*dropped = true;
+	}
+	c->files[f].stamp = stamp;
+	shc_touch(c, f);
+	shc_unlock(c);
+	return 0;
+}
+
+int gf2_shc_invalidate_all(struct gf2_shc *c)
+{
+	struct shc_header *h = c->h;
+	uint32_t i;
+
+	if (shc_lock(c) != 0) {
+		return EIO;
+	}
+	for (i = 0; i < h->geom.n_files; i++) {
+		if (c->files[i].used) {
+			__atomic_store_n(&c->files[i].gen, ++h->gen_counter,
+					 __ATOMIC_RELEASE);
+		}
+	}
+	shc_count(&h->n.invalidations);
 	shc_unlock(c);
 	return 0;
 }

@@ -113,8 +113,12 @@ static char *gf2_stats_dir(TALLOC_CTX *mem_ctx)
 	X(reads) X(read_bytes) X(read_bytes_prefetch) X(read_bytes_gluster) \
 	X(prefetch_bytes) X(prefetch_unused) X(writes) X(write_bytes) \
 	X(fsyncs) X(gluster_errors) X(gluster_calls) X(wc_writes) X(wc_sends) \
-	X(wc_errors) X(gluster_call_us)
-#define GF2_STATS_FIELDS(X) GF2_STATS_SUMS(X) X(mem_peak)
+	X(wc_errors) X(gluster_call_us) X(read_bytes_shared)
+/* The node's counters of the shared read cache: the largest is newest. */
+#define GF2_STATS_NODE(X) \
+	X(shr_hits) X(shr_misses) X(shr_stale) X(shr_fills) \
+	X(shr_evictions) X(shr_invalidations)
+#define GF2_STATS_FIELDS(X) GF2_STATS_SUMS(X) X(mem_peak) GF2_STATS_NODE(X)
 
 static char *gf2_stats_format(TALLOC_CTX *mem_ctx, bool with_gauges)
 {
@@ -279,6 +283,12 @@ static void gf2_stats_parse_add(const char *text,
 			st->c.mem_peak = MAX(st->c.mem_peak, v);
 			continue;
 		}
+#define GF2_MAX(f) \
+		if (strcmp(tab1 + 1, #f) == 0) { \
+			st->c.f = MAX(st->c.f, v); continue; \
+		}
+		GF2_STATS_NODE(GF2_MAX)
+#undef GF2_MAX
 		for (i = 0; i < GF2_LAT_BUCKETS; i++) {
 			char name[32];
 

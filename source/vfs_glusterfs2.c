@@ -17,6 +17,7 @@
 #include "gf2_acl.h"
 #include "gf2_offload.h"
 #include "gf2_sambaver.h"
+#include "gf2_shmcache.h"
 
 #undef DBGC_CLASS
 #define DBGC_CLASS DBGC_VFS
@@ -51,6 +52,47 @@ static void gf2_tune_malloc(void)
 	    mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024) != 1) {
 		DBG_NOTICE("mallopt failed: large buffers stay mmapped\n");
 	}
+}
+
+/*
+ * glusterfs2:shared read cache: the node's segment of the volume, or
+ * NULL (logged).  Its blocks are kept coherent with other clients and
+ * heads by Gluster's upcalls (features.cache-invalidation on the
+ * volume, seen here as md-cache's cache-invalidation in the client
+ * volfile, which Gluster's samba option group turns on with it) and by
+ * the check of every open: without upcalls it is not used at all.
+ */
+static struct gf2_shr *gf2_connect_shared(const char *service,
+					  const struct gf2_volume *vol,
+					  const struct gf2_share_options *o)
+{
+	struct gf2_shc_stats n;
+	struct gf2_shr *shr = NULL;
+
+	if (!vol->upcalls || !vol->md_invalidation) {
+		DBG_ERR("share [%s]: glusterfs2:shared read cache is not "
+			"used: volume %s %s (set features.cache-invalidation "
+			"and performance.cache-invalidation on, or Gluster's "
+			"samba option group)\n", service, vol->volname,
+			!vol->upcalls ? "gives this client no upcall events"
+				      : "has performance.cache-invalidation "
+					"off");
+		return NULL;
+	}
+	shr = gf2_shr_get(vol->volname, o->shr_size, (uint32_t)o->shr_block);
+	if (shr == NULL) {
+		return NULL;	/* logged */
+	}
+	gf2_shr_stats(shr, &n);
+	DBG_NOTICE("share [%s]: shared read cache %s: %" PRIu64 " bytes, %"
+		   PRIu32 " blocks of %" PRIu32 " bytes; node-wide %" PRIu64
+		   " block hits, %" PRIu64 " misses, %" PRIu64 " stale, %"
+		   PRIu64 " fills, %" PRIu64 " evictions, %" PRIu64
+		   " invalidations\n", service, gf2_shr_path(shr),
+		   o->shr_size, n.n_blocks, gf2_shr_block_size(shr), n.hits,
+		   n.misses, n.stale_reads + n.stale_fills, n.inserts,
+		   n.evictions, n.invalidations);
+	return shr;
 }
 
 static int gf2_connect(struct vfs_handle_struct *handle,
@@ -158,6 +200,9 @@ static int gf2_connect(struct vfs_handle_struct *handle,
 		c->write_cache = false;
 	}
 	c->wc_max_wait_ms = cfg->o.wc_max_wait_ms;
+	if (cfg->o.shr_size != 0) {
+		c->shr = gf2_connect_shared(service, c->vol, &cfg->o);
+	}
 
 	SMB_VFS_HANDLE_SET_DATA(handle, c, NULL, struct gf2_conn,
 				{

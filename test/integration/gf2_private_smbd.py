@@ -80,6 +80,8 @@ PORT_SLOTS = {
     'searchperm': 27,           # test_search_permission.py
     'wcache-wait': 28,          # test_write_cache.py (three fixtures,
                                 # one at a time)
+    # test_shared_read_cache.py: SMB_PORT + PORT_STEP // 2 (slot 29
+    # would be in the ephemeral range for the stack ports in use)
 }
 assert len(set(PORT_SLOTS.values())) == len(PORT_SLOTS), \
     'two private smbds share a port slot'

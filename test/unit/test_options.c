@@ -484,9 +484,61 @@ static void test_share_options_check(void **state)
 	assert_int_equal(o.pf_init_window, 1024 * 1024);
 }
 
+static void test_shared_read_cache_options(void **state)
+{
+	struct gf2_share_options o;
+	const struct gf2_opt_def *size = NULL;
+	const struct gf2_opt_def *block = NULL;
+	char err[GF2_ERRLEN];
+	size_t i;
+
+	for (i = 0; i < gf2_share_nopts; i++) {
+		if (strcmp(gf2_share_opts[i].name, "shared read cache") == 0) {
+			size = &gf2_share_opts[i];
+		}
+		if (strcmp(gf2_share_opts[i].name,
+			   "shared read cache block") == 0) {
+			block = &gf2_share_opts[i];
+		}
+	}
+	assert_non_null(size);
+	assert_non_null(block);
+	gf2_share_options_default(&o);
+	/* off by default, blocks of 1 MiB */
+	assert_int_equal(o.shr_size, 0);
+	assert_int_equal(o.shr_block, 1024 * 1024);
+	assert_int_equal(gf2_share_option_set(&o, size, "512M", err,
+					      sizeof(err)), 0);
+	assert_int_equal(o.shr_size, 512ULL * 1024 * 1024);
+	assert_int_equal(gf2_share_options_check(&o, err, sizeof(err)), 0);
+	/* out of range: refused, the value set before stays */
+	assert_int_equal(gf2_share_option_set(&o, block, "32K", err,
+					      sizeof(err)), -1);
+	assert_int_equal(gf2_share_option_set(&o, block, "32M", err,
+					      sizeof(err)), -1);
+	assert_int_equal(o.shr_block, 1024 * 1024);
+	assert_int_equal(gf2_share_option_set(&o, size, "65G", err,
+					      sizeof(err)), -1);
+	assert_int_equal(o.shr_size, 512ULL * 1024 * 1024);
+	/* not a power of two: the default block size */
+	assert_int_equal(gf2_share_option_set(&o, block, "768K", err,
+					      sizeof(err)), 0);
+	assert_int_equal(gf2_share_options_check(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a power of two"));
+	assert_int_equal(o.shr_block, 1024 * 1024);
+	assert_int_equal(o.shr_size, 512ULL * 1024 * 1024);
+	/* too small for its blocks: off */
+	assert_int_equal(gf2_share_option_set(&o, size, "2M", err,
+					      sizeof(err)), 0);
+	assert_int_equal(gf2_share_options_check(&o, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "the shared read cache is off"));
+	assert_int_equal(o.shr_size, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shared_read_cache_options),
 		cmocka_unit_test(test_servers_default_port),
 		cmocka_unit_test(test_servers_list),
 		cmocka_unit_test(test_servers_bad),

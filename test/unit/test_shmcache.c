@@ -902,6 +902,73 @@ static int stress_filler(struct gf2_shc *c, const uint8_t *gfid,
 	return 0;
 }
 
+/* An open that sees other figures than the filler's drops the file. */
+static void test_open_check(void **state)
+{
+	struct gf2_shc *c = anon(8 * MiB, 64 * KiB);
+	uint8_t a[GF2_SHC_GFID_LEN] = { 1 };
+	uint8_t b[GF2_SHC_GFID_LEN] = { 2 };
+	uint8_t buf[100];
+	uint8_t out[100];
+	uint64_t gen, g2;
+	uint32_t got;
+	bool dropped = true;
+
+	memset(buf, 0x5a, sizeof(buf));
+	/* first open: an entry with a stamp, nothing dropped */
+	assert_int_equal(gf2_shc_open_check(c, a, 7, &dropped), 0);
+	assert_false(dropped);
+	assert_int_equal(gf2_shc_fill_gen(c, a, &gen), 0);
+	assert_int_equal(gf2_shc_insert(c, a, 0, gen, buf, sizeof(buf)), 0);
+	/* the same figures: still served */
+	assert_int_equal(gf2_shc_open_check(c, a, 7, &dropped), 0);
+	assert_false(dropped);
+	assert_int_equal(gf2_shc_read(c, a, 0, 0, sizeof(out), out, &got,
+				      &g2), 0);
+	assert_int_equal(got, sizeof(buf));
+	assert_memory_equal(out, buf, sizeof(buf));
+	/* other figures: stale, and a fill begun before is refused */
+	assert_int_equal(gf2_shc_open_check(c, a, 8, &dropped), 0);
+	assert_true(dropped);
+	assert_int_equal(gf2_shc_read(c, a, 0, 0, sizeof(out), out, &got,
+				      &g2), ESTALE);
+	assert_int_equal(gf2_shc_insert(c, a, 1, gen, buf, sizeof(buf)),
+			 ESTALE);
+	/* an entry made by a fill records no stamp: the next open drops */
+	assert_int_equal(gf2_shc_fill_gen(c, b, &gen), 0);
+	assert_int_equal(gf2_shc_insert(c, b, 0, gen, buf, sizeof(buf)), 0);
+	assert_int_equal(gf2_shc_open_check(c, b, 3, &dropped), 0);
+	assert_true(dropped);
+	assert_int_equal(gf2_shc_read(c, b, 0, 0, sizeof(out), out, &got,
+				      &g2), ESTALE);
+	TALLOC_FREE(c);
+}
+
+/* Dropping everything makes every file's blocks stale. */
+static void test_invalidate_all(void **state)
+{
+	struct gf2_shc *c = anon(8 * MiB, 64 * KiB);
+	uint8_t a[GF2_SHC_GFID_LEN] = { 1 };
+	uint8_t b[GF2_SHC_GFID_LEN] = { 2 };
+	uint8_t buf[100] = { 0 };
+	uint8_t out[100];
+	uint64_t ga, gb, g2;
+	uint32_t got;
+
+	assert_int_equal(gf2_shc_fill_gen(c, a, &ga), 0);
+	assert_int_equal(gf2_shc_fill_gen(c, b, &gb), 0);
+	assert_int_equal(gf2_shc_insert(c, a, 0, ga, buf, sizeof(buf)), 0);
+	assert_int_equal(gf2_shc_insert(c, b, 0, gb, buf, sizeof(buf)), 0);
+	assert_int_equal(gf2_shc_invalidate_all(c), 0);
+	assert_int_equal(gf2_shc_read(c, a, 0, 0, sizeof(out), out, &got,
+				      &g2), ESTALE);
+	assert_int_equal(gf2_shc_read(c, b, 0, 0, sizeof(out), out, &got,
+				      &g2), ESTALE);
+	assert_int_equal(gf2_shc_insert(c, b, 1, gb, buf, sizeof(buf)),
+			 ESTALE);
+	TALLOC_FREE(c);
+}
+
 static void test_invalidation_under_readers(void **state)
 {
 	struct gf2_shc *c = anon(STRESS_ROOM * STRESS_BS + 16 * KiB,
@@ -977,6 +1044,8 @@ int main(void)
 		cmocka_unit_test(test_dead_lock_holder),
 		cmocka_unit_test(test_killed_at_any_point),
 		cmocka_unit_test(test_invalidation_under_readers),
+		cmocka_unit_test(test_open_check),
+		cmocka_unit_test(test_invalidate_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,6 +144,20 @@ write_smb_conf() {
 	read only = no
 	guest ok = no
 
+# glusterfs2 with the node's shared read cache (test/bench/hotfile
+# --shares glusterfs2-shr); used only on a volume with upcalls
+# (features.cache-invalidation and performance.cache-invalidation on).
+[glusterfs2-shr]
+	vfs objects = $g2
+	path = /
+	glusterfs2:volume = $vol
+	glusterfs2:volfile_server = $host
+	glusterfs2:logfile = $SMBDIR/glusterfs2-%M.log
+	glusterfs2:loglevel = 4
+	glusterfs2:shared read cache = 512M
+	read only = no
+	guest ok = no
+
 # glusterfs2 with the write cache: writes acknowledged once queued while
 # the handle holds a write-caching lease or an exclusive/batch oplock.
 [glusterfs2-wcache]
