@@ -8,9 +8,11 @@ the same name, whose brick processes a match on the command line would
 take for these.
 """
 
+import errno
 import os
 import shutil
 import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 
@@ -99,21 +101,52 @@ def restart_volume(vol, mount):
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run(['gluster', '--mode=script', 'volume', 'start', vol],
                    check=True, stdout=subprocess.DEVNULL)
-    # names spread over the bricks by their hashes
+    if wait_mount_writes(mount, 60):
+        return
+    # Gluster's FUSE client can stay away from a restarted brick for
+    # good (seen with GlusterFS 11.1 when the brick's old listener was
+    # still bound as it came back: new clients connect, the mount never
+    # does).  The mount is the tests' tool, not what they test: mount it
+    # again, and say so.
+    source = mount_source(mount)
+    print('restart_volume: %s did not reach every brick of %s within 60 '
+          's; mounting %s again' % (mount, vol, source), file=sys.stderr)
+    subprocess.run(['umount', '-l', mount], check=True)
+    subprocess.run(['mount', '-t', 'glusterfs', source, mount], check=True,
+                   timeout=120)
+    if not wait_mount_writes(mount, 60):
+        raise OSError(errno.EIO, 'the FUSE mount %s cannot write to every '
+                      'brick of %s after the volume restarted, mounted '
+                      'again or not' % (mount, vol))
+
+
+def wait_mount_writes(mount, seconds):
+    """True once the FUSE mount creates and removes files whose names
+    spread over every brick (by their hashes), within seconds."""
     probes = [os.path.join(mount, '.restart-probe-%d-%d' % (os.getpid(), i))
               for i in range(16)]
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + seconds
     while True:
         try:
             for probe in probes:
                 with open(probe, 'wb') as f:
                     f.write(b'x')
                 os.unlink(probe)
-            return
+            return True
         except OSError:
             if time.monotonic() > deadline:
-                raise
+                return False
             time.sleep(0.5)
+
+
+def mount_source(mount):
+    """What /proc/mounts says is mounted on mount (server:/volume)."""
+    with open('/proc/mounts') as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[1] == mount:
+                return fields[0]
+    raise OSError(errno.ENOENT, '%s is not mounted' % mount)
 
 
 def delayed_fops(stack, fops, delay):
