@@ -130,6 +130,35 @@ def _ci_bounded(item):
     return params.get('cl', 'glusterfs2') != 'glusterfs2'
 
 
+# Above this many bytes, a failed == between two byte strings is explained
+# by where they differ, not by pytest's own diff: that diff is quadratic
+# and took longer than CI allows for two 512 KiB strings.
+BYTES_DIFF_MAX = 4096
+
+
+def pytest_assertrepr_compare(config, op, left, right):
+    kinds = (bytes, bytearray, memoryview)
+    if op != '==' or not isinstance(left, kinds) or \
+            not isinstance(right, kinds):
+        return None
+    left, right = bytes(left), bytes(right)
+    if max(len(left), len(right)) <= BYTES_DIFF_MAX:
+        return None
+    n = min(len(left), len(right))
+    first = next((i for i in range(0, n, 65536)
+                  if left[i:i + 65536] != right[i:i + 65536]), None)
+    if first is not None:
+        first += next(i for i in range(65536)
+                      if left[first + i] != right[first + i])
+    else:
+        first = n
+    return ['%d bytes == %d bytes' % (len(left), len(right)),
+            'first difference at offset %d' % first,
+            'left  at it: %r' % left[first:first + 32],
+            'right at it: %r' % right[first:first + 32],
+            'sha256 left %s, right %s' % (sha256(left), sha256(right))]
+
+
 def pytest_collection_modifyitems(config, items):
     drop = [item for item in items if _ci_bounded(item)]
     if drop:
