@@ -79,9 +79,9 @@ void gf2_cache_change_begin(const struct gf2_change *ch)
 	}
 	if (drops & GF2_DROP_DATA) {
 		gf2_shr_invalidate(ch->ino);
-	}
-	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
-		gf2_pf_write_begin(ch->pf, ch->off, ch->len);
+		if (ch->pf != NULL) {
+			gf2_pf_write_begin(ch->pf, ch->off, ch->len);
+		}
 	}
 	if (drops & GF2_DROP_STAT) {
 		gf2_cache_drop_stat(ch);
@@ -93,16 +93,15 @@ void gf2_cache_change_begin(const struct gf2_change *ch)
 
 void gf2_cache_change_end(const struct gf2_change *ch)
 {
-	unsigned drops = gf2_change_drops(ch->kind);
-
+	if (!(gf2_change_drops(ch->kind) & GF2_DROP_DATA)) {
+		return;
+	}
 	/*
 	 * Again once the change is on the bricks: another process may
 	 * have filled blocks from what the bricks held before it landed.
 	 */
-	if (drops & GF2_DROP_DATA) {
-		gf2_shr_invalidate(ch->ino);
-	}
-	if ((drops & GF2_DROP_DATA) && ch->pf != NULL) {
+	gf2_shr_invalidate(ch->ino);
+	if (ch->pf != NULL) {
 		gf2_pf_write_end(ch->pf);
 	}
 }
